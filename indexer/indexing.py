@@ -1,0 +1,142 @@
+"""Index a repository into a store: only what changed, atomically per run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from indexer.backend import SearchBackend
+from indexer.chunking import CHUNKER_VERSION, chunk_file
+from indexer.embedding import Embedder, EmbeddingCache, embed_with_cache, embedding_text
+from indexer.errors import IndexingError
+from indexer.gitrepo import head_commit
+from indexer.models import VISIBILITIES, Chunk, RepoState
+from indexer.walking import SourceFile, Skipped, walk_repository
+
+ProgressFn = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+@dataclass
+class IndexReport:
+    repo: str
+    commit: str
+    files: int = 0
+    changed_files: int = 0
+    deleted_files: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
+    seconds: float = 0.0
+    full: bool = False
+
+    def skipped_by_reason(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for s in self.skipped:
+            counts[s.reason] = counts.get(s.reason, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def config_version(embedder: Embedder) -> str:
+    """Changes when chunks or vectors would differ: then the whole repo is re-indexed."""
+    return f"chunker-{CHUNKER_VERSION}/{embedder.name}"
+
+
+def index_repository(
+    root: Path,
+    repo: str,
+    backend: SearchBackend,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    *,
+    visibility: str = "private",
+    max_file_bytes: int = 1_000_000,
+    progress: ProgressFn | None = None,
+    force: bool = False,
+) -> IndexReport:
+    """Bring ``repo`` in ``backend`` up to the files under ``root``.
+
+    Files whose git blob is unchanged are not touched; the store's state moves to the new
+    commit only in the same atomic write that stores every new chunk, so a crash leaves
+    the previous state searchable and the next run completes the work.
+    """
+    started = time.perf_counter()
+    if visibility not in VISIBILITIES:
+        raise IndexingError(f"visibility must be one of {', '.join(VISIBILITIES)}")
+    if not root.is_dir():
+        raise IndexingError(f"{root} is not a folder")
+    commit = head_commit(root)
+    report = IndexReport(repo=repo, commit=commit)
+    backend.ensure_schema(embedder.dimension)
+    version = config_version(embedder)
+    state = backend.repo_state(repo)
+    indexed = backend.file_blobs(repo)
+    if force or (state is not None and state.config_version != version):
+        report.full = True
+    if state is not None and state.visibility != visibility:
+        report.full = True  # every chunk carries the visibility it was indexed with
+
+    files: list[SourceFile] = []
+    for item in walk_repository(root, max_file_bytes):
+        if isinstance(item, Skipped):
+            report.skipped.append(item)
+        else:
+            files.append(item)
+    report.files = len(files)
+    current = {f.path for f in files}
+    changed = [f for f in files if report.full or indexed.get(f.path) != f.blob_sha]
+    deleted = [p for p in indexed if p not in current]
+    report.changed_files, report.deleted_files = len(changed), len(deleted)
+
+    chunks: list[Chunk] = []
+    for i, f in enumerate(changed, start=1):
+        chunks.extend(
+            chunk_file(
+                f.path,
+                f.language,
+                f.data,
+                repo=repo,
+                visibility=visibility,
+                commit=commit,
+                blob_sha=f.blob_sha,
+            )
+        )
+        if progress and (i % 50 == 0 or i == len(changed)):
+            progress("chunk", i, len(changed))
+    report.chunks = len(chunks)
+
+    done = 0
+
+    def on_batch(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress:
+            progress("embed", done, len(chunks))
+
+    vectors, report.embedded = embed_with_cache(
+        embedder, cache, [embedding_text(c) for c in chunks], progress=on_batch
+    )
+    if progress:
+        progress("embed", len(chunks), len(chunks))
+    remove = deleted + [f.path for f in changed]
+    if report.full:
+        remove = sorted(set(remove) | set(indexed))
+    backend.apply_changes(
+        repo,
+        remove,
+        chunks,
+        vectors if len(chunks) else np.zeros((0, embedder.dimension), dtype=np.float32),
+        RepoState(
+            repo=repo,
+            commit=commit,
+            visibility=visibility,
+            chunk_count=0,
+            indexed_at=time.time(),
+            config_version=version,
+        ),
+    )
+    report.seconds = time.perf_counter() - started
+    return report

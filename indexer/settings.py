@@ -1,0 +1,54 @@
+"""Settings of the indexer and the search stores (env prefix ``CODEASK_``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_EMBED_MODEL = "all-MiniLM-L6-v2"
+
+
+class IndexerSettings(BaseSettings):
+    """Where data lives, which store and embedding model to use."""
+
+    model_config = SettingsConfigDict(env_prefix="CODEASK_", extra="ignore")
+
+    data_dir: Path | None = None
+    xdg_data_home: str = Field(default="", validation_alias=AliasChoices("XDG_DATA_HOME"))
+    store: Literal["embedded", "opensearch"] = "embedded"
+    embed_model: str = DEFAULT_EMBED_MODEL
+    embed_batch_size: int = 32
+    embed_threads: int = 0  # 0: one per CPU core
+    max_file_bytes: int = 1_000_000
+    opensearch_url: str = "http://127.0.0.1:9200"
+    opensearch_user: str = ""
+    opensearch_password: str = ""
+    opensearch_verify_certs: bool = True
+    opensearch_ca_certs: str = ""
+    opensearch_index: str = "codeask-chunks"
+    opensearch_shards: int = 1
+    opensearch_replicas: int = 0
+    opensearch_timeout: float = 30.0
+
+    @model_validator(mode="after")
+    def _resolve_data_dir(self) -> IndexerSettings:
+        if self.data_dir is None:
+            base = Path(self.xdg_data_home) if self.xdg_data_home else Path.home() / ".local/share"
+            self.data_dir = base / "codeask"
+        return self
+
+    @property
+    def data_path(self) -> Path:
+        assert self.data_dir is not None  # set by the validator
+        return self.data_dir
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_path / "codeask.db"
+
+    @property
+    def repos_dir(self) -> Path:
+        return self.data_path / "repos"

@@ -1,0 +1,295 @@
+"""The embedded store: one SQLite file with FTS5 (BM25) and exact k-NN over float32 vectors."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from indexer.backend import fuse, top_k_cosine
+from indexer.errors import ConfigError, StoreUnavailable
+from indexer.models import Chunk, Hit, RepoState, SearchRequest
+from indexer.tokens import code_tokens, query_terms
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    repo TEXT NOT NULL,
+    path TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    symbol TEXT NOT NULL,
+    language TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    visibility TEXT NOT NULL,
+    commit_sha TEXT NOT NULL,
+    blob_sha TEXT NOT NULL,
+    header TEXT NOT NULL,
+    text TEXT NOT NULL,
+    embedding BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_repo_path ON chunks (repo, path);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
+    symbol, path, header, body, tokenize = "unicode61 tokenchars '_'"
+);
+CREATE TABLE IF NOT EXISTS repos (
+    repo TEXT PRIMARY KEY,
+    commit_sha TEXT NOT NULL,
+    visibility TEXT NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    indexed_at REAL NOT NULL,
+    config_version TEXT NOT NULL DEFAULT ''
+);
+"""
+# BM25 column weights: symbol, path, header, body.
+_BM25_WEIGHTS = (4.0, 2.0, 1.0, 1.0)
+_COLUMNS = "id, repo, path, start_line, end_line, symbol, language, kind, visibility, commit_sha, blob_sha, header, text"
+
+
+def fts_document(chunk: Chunk) -> tuple[str, str, str, str]:
+    """The four FTS columns: code tokens (identifiers whole and split) of each field."""
+    return (
+        " ".join(code_tokens(chunk.symbol)),
+        " ".join(code_tokens(chunk.path)),
+        " ".join(code_tokens(chunk.header)),
+        " ".join(code_tokens(chunk.text)),
+    )
+
+
+def _row_to_chunk(row: Sequence[object]) -> Chunk:
+    (_id, repo, path, start, end, symbol, language, kind, vis, commit, blob, header, text) = row
+    return Chunk(
+        repo=str(repo),
+        path=str(path),
+        start_line=int(start),  # type: ignore[call-overload]
+        end_line=int(end),  # type: ignore[call-overload]
+        symbol=str(symbol),
+        language=str(language),
+        kind=str(kind),
+        visibility=str(vis),
+        commit=str(commit),
+        blob_sha=str(blob),
+        header=str(header),
+        text=str(text),
+    )
+
+
+class SqliteStore:
+    """``SearchBackend`` over one SQLite file; safe to share between threads."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._local = threading.local()
+        self._vectors_lock = threading.Lock()
+        self._vectors: tuple[str, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None
+        self._conn().executescript(_SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"Cannot open the index at {self.path}: {exc}") from exc
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # --- schema ---------------------------------------------------------------------
+
+    def ensure_schema(self, dimension: int) -> None:
+        conn = self._conn()
+        row = conn.execute("SELECT value FROM meta WHERE key = 'dimension'").fetchone()
+        if row is None:
+            conn.execute("INSERT INTO meta VALUES ('dimension', ?)", (str(dimension),))
+        elif int(row[0]) != dimension:
+            raise ConfigError(
+                f"The index at {self.path} holds {row[0]}-dimensional vectors but the embedding "
+                f"model gives {dimension}. Re-index into a new CODEASK_DATA_DIR, or delete it."
+            )
+
+    # --- writes ---------------------------------------------------------------------
+
+    def apply_changes(
+        self,
+        repo: str,
+        remove_paths: Sequence[str],
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        state: RepoState,
+    ) -> None:
+        if len(chunks) != len(vectors):
+            raise ValueError("one vector per chunk")
+        conn = self._conn()
+        paths = sorted(set(remove_paths) | {c.path for c in chunks})
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for i in range(0, len(paths), 500):
+                part = paths[i : i + 500]
+                marks = ",".join("?" * len(part))
+                where = f"repo = ? AND path IN ({marks})"
+                conn.execute(
+                    f"DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE {where})",
+                    (repo, *part),
+                )
+                conn.execute(f"DELETE FROM chunks WHERE {where}", (repo, *part))
+            for chunk, vector in zip(chunks, vectors, strict=True):
+                cur = conn.execute(
+                    f"INSERT OR REPLACE INTO chunks ({_COLUMNS}, embedding) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        chunk.id,
+                        chunk.repo,
+                        chunk.path,
+                        chunk.start_line,
+                        chunk.end_line,
+                        chunk.symbol,
+                        chunk.language,
+                        chunk.kind,
+                        chunk.visibility,
+                        chunk.commit,
+                        chunk.blob_sha,
+                        chunk.header,
+                        chunk.text,
+                        np.asarray(vector, dtype=np.float32).tobytes(),
+                    ),
+                )
+                conn.execute(
+                    "INSERT INTO chunks_fts (rowid, symbol, path, header, body) VALUES (?,?,?,?,?)",
+                    (cur.lastrowid, *fts_document(chunk)),
+                )
+            count = conn.execute("SELECT count(*) FROM chunks WHERE repo = ?", (repo,)).fetchone()[0]
+            conn.execute(
+                "INSERT OR REPLACE INTO repos VALUES (?,?,?,?,?,?)",
+                (repo, state.commit, state.visibility, count, state.indexed_at, state.config_version),
+            )
+            self._bump_generation(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def delete_repo(self, repo: str) -> None:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE repo = ?)",
+                (repo,),
+            )
+            conn.execute("DELETE FROM chunks WHERE repo = ?", (repo,))
+            conn.execute("DELETE FROM repos WHERE repo = ?", (repo,))
+            self._bump_generation(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _bump_generation(self, conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "INSERT INTO meta VALUES ('generation', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (f"{time.time_ns()}",),
+        )
+
+    # --- reads ----------------------------------------------------------------------
+
+    def file_blobs(self, repo: str) -> dict[str, str]:
+        rows = self._conn().execute(
+            "SELECT DISTINCT path, blob_sha FROM chunks WHERE repo = ?", (repo,)
+        )
+        return {str(p): str(b) for p, b in rows}
+
+    def repo_state(self, repo: str) -> RepoState | None:
+        row = self._conn().execute("SELECT * FROM repos WHERE repo = ?", (repo,)).fetchone()
+        return None if row is None else RepoState(*row)
+
+    def repo_states(self) -> list[RepoState]:
+        return [RepoState(*r) for r in self._conn().execute("SELECT * FROM repos ORDER BY repo")]
+
+    def chunk_count(self) -> int:
+        return int(self._conn().execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    def fetch(self, ids: Sequence[str]) -> list[Chunk]:
+        out: list[Chunk] = []
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            rows = self._conn().execute(f"SELECT {_COLUMNS} FROM chunks WHERE id IN ({marks})", part)
+            out.extend(_row_to_chunk(r) for r in rows)
+        return out
+
+    def bm25(self, text: str, repos: frozenset[str], n: int) -> list[str]:
+        terms = query_terms(text)
+        if not terms or not repos:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        marks = ",".join("?" * len(repos))
+        rows = self._conn().execute(
+            f"SELECT c.id FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
+            f"WHERE chunks_fts MATCH ? AND c.repo IN ({marks}) "
+            f"ORDER BY bm25(chunks_fts, {', '.join(map(str, _BM25_WEIGHTS))}) LIMIT ?",
+            (match, *sorted(repos), n),
+        )
+        return [str(r[0]) for r in rows]
+
+    def knn(self, vector: np.ndarray, repos: frozenset[str], n: int) -> list[str]:
+        if not repos:
+            return []
+        ids, matrix, by_repo = self._vector_matrix()
+        rows = [by_repo[r] for r in sorted(repos) if r in by_repo]
+        if not rows:
+            return []
+        allowed = np.concatenate(rows)
+        best = top_k_cosine(matrix[allowed], np.asarray(vector, dtype=np.float32), n)
+        return [str(ids[allowed[i]]) for i in best]
+
+    def _vector_matrix(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """All vectors in memory, reloaded when the index changed since the last load."""
+        conn = self._conn()
+        row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        generation = row[0] if row else ""
+        with self._vectors_lock:
+            if self._vectors is None or self._vectors[0] != generation:
+                rows = conn.execute("SELECT id, repo, embedding FROM chunks ORDER BY rowid").fetchall()
+                ids = np.array([r[0] for r in rows], dtype=object)
+                repos = [r[1] for r in rows]
+                matrix = (
+                    np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                    if rows
+                    else np.zeros((0, 1), dtype=np.float32)
+                )
+                by_repo: dict[str, list[int]] = {}
+                for i, repo in enumerate(repos):
+                    by_repo.setdefault(repo, []).append(i)
+                self._vectors = (
+                    generation,
+                    ids,
+                    matrix,
+                    {r: np.array(v, dtype=np.int64) for r, v in by_repo.items()},
+                )
+            _, ids, matrix, by_repo_arr = self._vectors
+        return ids, matrix, by_repo_arr
+
+    def search(self, request: SearchRequest) -> list[Hit]:
+        ranked: dict[str, list[str]] = {}
+        if "bm25" in request.lists:
+            ranked["bm25"] = self.bm25(request.text, request.repos, request.candidates)
+        if "knn" in request.lists and request.embedding is not None:
+            vector = np.asarray(request.embedding, dtype=np.float32)
+            ranked["knn"] = self.knn(vector, request.repos, request.candidates)
+        ids = list(dict.fromkeys(i for lst in ranked.values() for i in lst))
+        return fuse(request, ranked, self.fetch(ids))

@@ -1,0 +1,197 @@
+"""Find the files of a repository worth indexing, with a reason for each one skipped."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from indexer.languages import language_for
+
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        "node_modules",
+        "vendor",
+        "third_party",
+        "third-party",
+        "bower_components",
+        "dist",
+        "build",
+        "target",
+        "out",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".idea",
+        ".gradle",
+        "site-packages",
+        "Pods",
+        ".next",
+        "coverage",
+    }
+)
+LOCK_FILES = frozenset(
+    {
+        "package-lock.json",
+        "yarn.lock",
+        "pnpm-lock.yaml",
+        "poetry.lock",
+        "Pipfile.lock",
+        "Cargo.lock",
+        "Gemfile.lock",
+        "composer.lock",
+        "go.sum",
+        "uv.lock",
+        "requirements.lock",
+        "bun.lockb",
+    }
+)
+_GENERATED_NAME = re.compile(r"(\.min\.(js|css)$|\.map$|_pb2\.py$|\.pb\.go$|\.generated\.|\.g\.dart$)")
+_GENERATED_MARK = re.compile(rb"(@generated|DO NOT EDIT|Code generated .* DO NOT EDIT)")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file to index: its repository path, language, bytes and git blob sha."""
+
+    path: str
+    language: str
+    data: bytes
+    blob_sha: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str
+    reason: str
+
+
+def git_blob_sha(data: bytes) -> str:
+    """The sha git would give these bytes as a blob (so unchanged files keep their id)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def is_git_repo(root: Path) -> bool:
+    return (root / ".git").exists()
+
+
+def _git_listed_files(root: Path) -> list[str] | None:
+    """Tracked plus untracked-but-not-ignored files, as git sees them."""
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        ).stdout
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return sorted({p for p in out.decode("utf-8", "surrogateescape").split("\0") if p})
+
+
+def _walked_files(root: Path) -> list[str]:
+    """Every file under ``root`` honouring .gitignore files, for folders that are not git repos."""
+    specs: list[tuple[str, pathspec.PathSpec]] = []
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        rel_dir = os.path.relpath(dirpath, root)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+        ignore = Path(dirpath) / ".gitignore"
+        if ignore.is_file() and not ignore.is_symlink():
+            lines = ignore.read_text("utf-8", "replace").splitlines()
+            specs.append((rel_dir, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+
+        def ignored(rel: str, is_dir: bool) -> bool:
+            for base, spec in specs:
+                if base and not rel.startswith(base + "/"):
+                    continue
+                sub = rel[len(base) + 1 :] if base else rel
+                if spec.match_file(sub + ("/" if is_dir else "")):
+                    return True
+            return False
+
+        kept = []
+        for d in sorted(dirnames):
+            rel = f"{rel_dir}/{d}" if rel_dir else d
+            if d in SKIP_DIRS or ignored(rel, True):
+                continue
+            kept.append(d)
+        dirnames[:] = kept
+        for f in sorted(filenames):
+            rel = f"{rel_dir}/{f}" if rel_dir else f
+            if not ignored(rel, False):
+                found.append(rel)
+    return found
+
+
+def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFile | Skipped]:
+    """Yield each indexable file of ``root`` or why it was skipped.
+
+    Symlinks are never followed out of the repository; binary, generated, vendored,
+    lock and oversized files are skipped; undecodable bytes are kept as they are (the
+    chunker replaces them when decoding).
+    """
+    root = root.resolve()
+    listed = _git_listed_files(root) if is_git_repo(root) else None
+    paths = listed if listed is not None else _walked_files(root)
+    for rel in paths:
+        parts = rel.split("/")
+        if any(p in SKIP_DIRS for p in parts[:-1]):
+            yield Skipped(rel, "vendored or build directory")
+            continue
+        name = parts[-1]
+        if name in LOCK_FILES:
+            yield Skipped(rel, "lock file")
+            continue
+        if _GENERATED_NAME.search(name):
+            yield Skipped(rel, "generated or minified")
+            continue
+        language = language_for(rel)
+        if language is None:
+            yield Skipped(rel, "unsupported file type")
+            continue
+        full = root / rel
+        if full.is_symlink():
+            target = full.resolve()
+            if not target.is_relative_to(root):
+                yield Skipped(rel, "symlink out of the repository")
+                continue
+            yield Skipped(rel, "symlink (its target is indexed under its own path)")
+            continue
+        try:
+            if not full.is_file():
+                continue
+            size = full.stat().st_size
+            if size > max_bytes:
+                yield Skipped(rel, f"larger than {max_bytes} bytes")
+                continue
+            data = full.read_bytes()
+        except OSError as exc:
+            yield Skipped(rel, f"unreadable: {exc.strerror or exc}")
+            continue
+        if b"\0" in data[:8192]:
+            yield Skipped(rel, "binary")
+            continue
+        if _GENERATED_MARK.search(data[:2048]):
+            yield Skipped(rel, "generated or minified")
+            continue
+        if data and _looks_minified(data):
+            yield Skipped(rel, "generated or minified")
+            continue
+        yield SourceFile(rel, language, data, git_blob_sha(data))
+
+
+def _looks_minified(data: bytes) -> bool:
+    lines = data.count(b"\n") + 1
+    return len(data) > 5000 and len(data) / lines > 500
