@@ -1,0 +1,63 @@
+"""Shared fixtures: a real embedding model, isolated data dirs and real git repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+@pytest.fixture(scope="session")
+def embedder():  # type: ignore[no-untyped-def]
+    """The packaged all-MiniLM-L6-v2, loaded once for the whole run."""
+    from indexer.embedding import load_embedder
+
+    return load_embedder("all-MiniLM-L6-v2")
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh CODEASK_DATA_DIR for one test."""
+    d = tmp_path / "data"
+    monkeypatch.setenv("CODEASK_DATA_DIR", str(d))
+    return d
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Test",
+        "GIT_AUTHOR_EMAIL": "test@example.com",
+        "GIT_COMMITTER_NAME": "Test",
+        "GIT_COMMITTER_EMAIL": "test@example.com",
+    }
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
+    """Create a real git repository with the given files committed; returns its path."""
+    counter = {"n": 0}
+
+    def make(files: dict[str, str]) -> Path:
+        counter["n"] += 1
+        root = tmp_path / f"repo{counter['n']}"
+        root.mkdir()
+        git(root, "init", "-q", "-b", "main")
+        for rel, text in files.items():
+            p = root / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "initial")
+        return root
+
+    return make
