@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from indexer.models import Chunk, Hit
 
 GITHUB_WEB = "https://github.com"
+NOT_FOUND_TEXT = "Not found in the indexed code."
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,27 @@ class Source:
         return f"{c.repo}/{c.path}:{c.start_line}-{c.end_line}"
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """One row of the retrieval trail that ``--explain`` shows."""
+
+    chunk: Chunk
+    fused_rank: int  # 1-based position after fusion
+    fused_score: float
+    ranks: dict[str, int]  # 1-based rank in each list that found it (bm25, knn)
+    rerank_score: float | None = None
+    final_rank: int = 0  # 1-based position after rerank (equals fused_rank without one)
+
+
 @dataclass
 class Answer:
+    """What every front end renders.
+
+    ``text`` carries ``[n]`` markers that refer to ``sources[n-1]``; links are rendered
+    from the sources by the front end, never taken from generated text. ``timings`` are
+    seconds per stage (search, rerank, evidence, generate, …).
+    """
+
     question: str
     text: str
     sources: list[Source]
@@ -45,15 +65,30 @@ class Answer:
     withheld_private: bool = False
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    explain: list[Candidate] = field(default_factory=list)
+    evidence: dict[str, float | bool | None] = field(default_factory=dict)
+    reranker: str = ""  # name of the reranker that ran, empty when none did
+
+
+def source_list(sources: list[Source]) -> str:
+    """One cited line per source: ``[n] symbol — path:start-end``."""
+    return "\n".join(
+        f"[{s.number}] {s.chunk.symbol} — {s.chunk.path}:{s.chunk.start_line}-{s.chunk.end_line}"
+        for s in sources
+    )
 
 
 def extractive_answer(question: str, hits: list[Hit], shown: int = 3) -> Answer:
     """The best chunks themselves, each with its citation: no generation, nothing invented."""
     sources = [Source(i, h.chunk, h.score) for i, h in enumerate(hits[:shown], start=1)]
     if not sources:
-        return Answer(question, "Not found in the indexed code.", [], found=False)
-    parts = []
-    for s in sources:
-        parts.append(f"[{s.number}] {s.chunk.symbol} — {s.chunk.path}:{s.chunk.start_line}-{s.chunk.end_line}")
-    text = "The most relevant code I found:\n" + "\n".join(parts)
-    return Answer(question, text, sources)
+        return Answer(question, NOT_FOUND_TEXT, [], found=False)
+    return Answer(question, "The most relevant code I found:\n" + source_list(sources), sources)
+
+
+def not_found_answer(question: str, closest: list[Source]) -> Answer:
+    """The honest answer to weak evidence: say so, and show where to look next."""
+    text = NOT_FOUND_TEXT
+    if closest:
+        text += "\nThe closest places to look:\n" + source_list(closest)
+    return Answer(question, text, closest, found=False)

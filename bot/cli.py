@@ -16,7 +16,7 @@ from indexer.errors import CodeaskError
 from indexer.settings import IndexerSettings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ask questions about code.")
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
 
@@ -48,6 +48,7 @@ def index(
 ) -> None:
     """Index a repository (only files that changed since the last run)."""
     from indexer.embed_cache import SqliteEmbeddingCache
+    from indexer.errors import IndexingError
     from indexer.gitrepo import clone_or_update, is_remote_url, name_from_url, repo_name_for
     from indexer.indexing import index_repository
 
@@ -57,6 +58,8 @@ def index(
         root = clone_or_update(target, settings.repos_dir / name, branch)
     else:
         root = Path(target).expanduser().resolve()
+        if not root.is_dir():
+            raise IndexingError(f"{root} is not a folder")
         name = repo or repo_name_for(root)
     store, embedder, _ = _open(settings)
     cache = SqliteEmbeddingCache(settings.data_path / "embeddings.db")
@@ -133,12 +136,17 @@ def search(
 def ask(
     question: Annotated[str, typer.Argument(help="Your question")],
     repo: Annotated[list[str] | None, typer.Option(help="Restrict to these repos")] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show candidates, fused ranks and rerank scores")
+    ] = False,
 ) -> None:
     """Answer a question from the indexed code, with citations."""
-    store, _, searcher = _open(_settings())
+    from bot.terminal import ask_in_terminal
+
+    settings = _settings()
+    store, _, searcher = _open(settings)
     repos = frozenset(repo) if repo else _all_repos(store)
-    hits = searcher.search(question, repos, k=10)
-    _print_answer(extractive_answer(question, hits))
+    ask_in_terminal(question, repos, searcher, settings.data_path, out, explain=explain)
 
 
 def _print_answer(answer: Answer) -> None:
@@ -151,6 +159,31 @@ def _print_answer(answer: Answer) -> None:
             out.print(f"    {n:>5} │ {line}", markup=False)
         if len(snippet) > 12:
             out.print(f"          … {len(snippet) - 12} more lines")
+
+
+@app.command("eval")
+def eval_(
+    golden: Annotated[list[Path], typer.Argument(help="Golden sets (.jsonl) or folders of them")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    k: Annotated[int, typer.Option("--k", help="Cut-off for recall, MRR and nDCG")] = 10,
+    ablate: Annotated[bool, typer.Option("--ablate", help="Compare configurations")] = False,
+    index_first: Annotated[
+        bool, typer.Option("--index", help="First index the pinned corpora of the sets")
+    ] = False,
+) -> None:
+    """Score retrieval on golden questions (recall@k, MRR, nDCG; per kind and per repo)."""
+    from eval.command import DEFAULT_REPORT_DIR, run_eval
+
+    run_eval(
+        golden,
+        k=k,
+        as_json=as_json,
+        ablate=ablate,
+        index=index_first,
+        report_dir=DEFAULT_REPORT_DIR,
+        out=out,
+        err=err,
+    )
 
 
 def main() -> None:

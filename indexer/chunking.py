@@ -18,7 +18,7 @@ from indexer.models import Chunk
 
 MAX_LINES = 120  # a definition longer than this is split at inner block boundaries
 CONTAINER_SPLIT_LINES = 60  # a class longer than this is chunked member by member
-TINY_LINES = 3  # neighbours this small are merged
+TINY_LINES = 2  # one- and two-line neighbours (constants, imports) are merged
 MERGED_MAX_LINES = 30
 WINDOW_LINES = 50
 WHOLE_CONFIG_LINES = 60

@@ -56,6 +56,9 @@ class SentenceTransformerEmbedder:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import torch
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
         torch.set_num_threads(threads or os.cpu_count() or 1)
         self._name = model
@@ -68,7 +71,10 @@ class SentenceTransformerEmbedder:
                 f"Cannot load embedding model {model!r}: {exc}. Set CODEASK_EMBED_MODEL to a "
                 "local sentence-transformers folder (no model hub is reachable offline)."
             ) from exc
-        dim = self._model.get_sentence_embedding_dimension()
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or getattr(
+            self._model, "get_sentence_embedding_dimension"
+        )
+        dim = get_dim()
         if dim is None:
             raise ConfigError(f"Embedding model {model!r} does not report its dimension")
         self._dim = int(dim)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import subprocess
@@ -12,7 +13,12 @@ from indexer.errors import IndexingError
 _GITHUB_REMOTE = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
 
 
-def run_git(args: list[str], cwd: Path | None = None, timeout: float = 600) -> str:
+def run_git(
+    args: list[str],
+    cwd: Path | None = None,
+    timeout: float = 600,
+    extra_env: dict[str, str] | None = None,
+) -> str:
     try:
         done = subprocess.run(
             ["git", *args],
@@ -20,7 +26,7 @@ def run_git(args: list[str], cwd: Path | None = None, timeout: float = 600) -> s
             check=True,
             capture_output=True,
             timeout=timeout,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", **(extra_env or {})},
         )
     except subprocess.CalledProcessError as exc:
         message = exc.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -64,16 +70,46 @@ def name_from_url(url: str) -> str:
     return f"{m.group(1)}/{m.group(2)}"
 
 
-def clone_or_update(url: str, dest: Path, branch: str | None = None) -> Path:
+def auth_env(token: str) -> dict[str, str]:
+    """Git config, passed through the environment, that sends ``token`` to the server.
+
+    The token travels as an HTTP header set by ``GIT_CONFIG_*`` variables: never in the
+    remote URL, ``.git/config``, the process arguments or an error message.
+    """
+    if not token:
+        return {}
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "http.extraHeader",
+        "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+    }
+
+
+def clone_or_update(url: str, dest: Path, branch: str | None = None, *, token: str = "") -> Path:
     """A shallow clone of ``url`` at ``dest``, fetched and reset to the remote head if present."""
+    env = auth_env(token)
     if (dest / ".git").exists():
         ref = branch or "HEAD"
-        run_git(["fetch", "--depth", "1", "origin", ref], cwd=dest)
+        run_git(["remote", "set-url", "origin", url], cwd=dest)  # the repo may have moved
+        run_git(["fetch", "--depth", "1", "--no-tags", "origin", ref], cwd=dest, extra_env=env)
         run_git(["reset", "--hard", "FETCH_HEAD"], cwd=dest)
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     args = ["clone", "--depth", "1", "--no-tags"]
     if branch:
         args += ["--branch", branch]
-    run_git([*args, url, str(dest)])
+    run_git([*args, url, str(dest)], extra_env=env)
     return dest
+
+
+def remote_head(url: str, branch: str, *, token: str = "") -> str:
+    """The commit ``branch`` points at on the server, or '' when the branch does not exist."""
+    out = run_git(
+        ["ls-remote", "--heads", url, f"refs/heads/{branch}"], timeout=60, extra_env=auth_env(token)
+    )
+    for line in out.splitlines():
+        sha, _, ref = line.partition("\t")
+        if ref == f"refs/heads/{branch}":
+            return sha
+    return ""

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pathspec
 
 from indexer.backend import SearchBackend
 from indexer.chunking import CHUNKER_VERSION, chunk_file
@@ -15,7 +16,7 @@ from indexer.embedding import Embedder, EmbeddingCache, embed_with_cache, embedd
 from indexer.errors import IndexingError
 from indexer.gitrepo import head_commit
 from indexer.models import VISIBILITIES, Chunk, RepoState
-from indexer.walking import SourceFile, Skipped, walk_repository
+from indexer.walking import Skipped, SourceFile, walk_repository
 
 ProgressFn = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -56,6 +57,8 @@ def index_repository(
     max_file_bytes: int = 1_000_000,
     progress: ProgressFn | None = None,
     force: bool = False,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
 ) -> IndexReport:
     """Bring ``repo`` in ``backend`` up to the files under ``root``.
 
@@ -80,10 +83,13 @@ def index_repository(
         report.full = True  # every chunk carries the visibility it was indexed with
 
     files: list[SourceFile] = []
+    # include/exclude: gitignore-style patterns from the registry; a file that stops
+    # matching is removed from the index like a deleted one.
+    selected = _path_filter(include, exclude)
     for item in walk_repository(root, max_file_bytes):
         if isinstance(item, Skipped):
             report.skipped.append(item)
-        else:
+        elif selected(item.path):
             files.append(item)
     report.files = len(files)
     current = {f.path for f in files}
@@ -140,3 +146,15 @@ def index_repository(
     )
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _path_filter(include: Sequence[str], exclude: Sequence[str]) -> Callable[[str], bool]:
+    inc = pathspec.PathSpec.from_lines("gitignore", include) if include else None
+    exc = pathspec.PathSpec.from_lines("gitignore", exclude) if exclude else None
+
+    def selected(path: str) -> bool:
+        if inc is not None and not inc.match_file(path):
+            return False
+        return exc is None or not exc.match_file(path)
+
+    return selected

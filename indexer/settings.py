@@ -32,6 +32,13 @@ class IndexerSettings(BaseSettings):
     opensearch_shards: int = 1
     opensearch_replicas: int = 0
     opensearch_timeout: float = 30.0
+    # codeask worker: how often an idle worker polls, how often a busy one renews its
+    # lease, after how long a silent worker's job is taken over, and the retry backoff.
+    worker_poll_seconds: float = 2.0
+    worker_heartbeat_seconds: float = 10.0
+    worker_stale_seconds: float = 60.0
+    worker_max_attempts: int = 5
+    worker_backoff_seconds: float = 5.0
 
     @model_validator(mode="after")
     def _resolve_data_dir(self) -> IndexerSettings:

@@ -110,7 +110,7 @@ def _walked_files(root: Path) -> list[str]:
         ignore = Path(dirpath) / ".gitignore"
         if ignore.is_file() and not ignore.is_symlink():
             lines = ignore.read_text("utf-8", "replace").splitlines()
-            specs.append((rel_dir, pathspec.PathSpec.from_lines("gitwildmatch", lines)))
+            specs.append((rel_dir, pathspec.PathSpec.from_lines("gitignore", lines)))
 
         def ignored(rel: str, is_dir: bool) -> bool:
             for base, spec in specs:

@@ -1,0 +1,186 @@
+"""The aiohttp application behind ``codeask serve``.
+
+Routes owned here: ``GET /healthz`` (the process is up), ``GET /readyz`` (the metadata
+database and the search store answer) and ``POST /github/webhook``. Chat adapters mount
+their own routes without editing this file::
+
+    def mount_slack(app: web.Application) -> None:
+        services = app[SERVICES]            # settings, registry, store, GitHub client
+        app.router.add_post("/slack/events", handler)
+
+    app = create_app(services, mounts=[mount_slack, mount_teams])
+
+A mount may also append to ``app.on_startup`` / ``app.cleanup_ctx`` for clients it owns.
+Handlers must not block the event loop: run database, GitHub and search calls with
+``asyncio.to_thread``. Nothing here indexes; webhooks only queue jobs for the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from aiohttp import web
+
+from bot.github_events import apply_event, claim_delivery, forget_delivery
+from bot.services import Services
+from indexer.errors import AccessDenied, CodeaskError, ConfigError
+from indexer.reconcile import git_heads, reconcile
+
+log = logging.getLogger(__name__)
+
+Mount = Callable[[web.Application], None]
+SERVICES: web.AppKey[Services] = web.AppKey("codeask.services", Services)
+MAX_WEBHOOK_BYTES = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
+
+
+def create_app(
+    services: Services | None = None,
+    *,
+    mounts: Sequence[Mount] = (),
+    reconcile_seconds: float | None = None,
+) -> web.Application:
+    """Build the application; ``mounts`` add adapter routes, ``reconcile_seconds`` overrides
+    ``CODEASK_RECONCILE_SECONDS`` (0 disables the periodic reconcile)."""
+    services = services or Services()
+    app = web.Application(client_max_size=MAX_WEBHOOK_BYTES)
+    app[SERVICES] = services
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_post("/github/webhook", github_webhook)
+    for mount in mounts:
+        mount(app)
+    interval = services.bot.reconcile_seconds if reconcile_seconds is None else reconcile_seconds
+    if interval > 0:
+        app.cleanup_ctx.append(_reconcile_every(interval))
+    return app
+
+
+def run(services: Services | None = None, *, mounts: Sequence[Mount] = ()) -> None:
+    """Serve until interrupted, on ``CODEASK_HOST``:``CODEASK_PORT``."""
+    services = services or Services()
+    app = create_app(services, mounts=mounts)
+    app.on_cleanup.append(_close_services)
+    web.run_app(app, host=services.bot.host, port=services.bot.port, print=None)
+
+
+async def _close_services(app: web.Application) -> None:
+    await asyncio.to_thread(app[SERVICES].close)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    services = request.app[SERVICES]
+    checks: dict[str, str] = {}
+
+    def database() -> None:
+        services.registry.ping()
+
+    def store() -> None:
+        services.store.repo_states()
+
+    for name, check in (("database", database), ("store", store)):
+        try:
+            await asyncio.to_thread(check)
+            checks[name] = "ok"
+        except Exception as exc:
+            # Readiness reports which dependency is down; the detail goes to the log only.
+            log.warning("readyz: %s unavailable: %s", name, exc)
+            checks[name] = "unavailable"
+    ok = all(v == "ok" for v in checks.values())
+    return web.json_response({"status": "ok" if ok else "unavailable", **checks}, status=200 if ok else 503)
+
+
+async def github_webhook(request: web.Request) -> web.Response:
+    """Verify, de-duplicate and apply one GitHub delivery; answers before any indexing."""
+    from acl.webhooks import verify_signature
+
+    services = request.app[SERVICES]
+    body = await request.read()
+    try:
+        verify_signature(services.acl.github_webhook_secret, request.headers, body)
+    except ConfigError as exc:
+        log.error("webhook refused: %s", exc)
+        return _error(503, str(exc))
+    except AccessDenied:
+        return _error(401, "bad or missing X-Hub-Signature-256")
+    event = request.headers.get("X-GitHub-Event", "")
+    delivery = request.headers.get("X-GitHub-Delivery", "") or f"local-{uuid.uuid4()}"
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return _error(400, "body is not JSON")
+    if not event or not isinstance(payload, dict):
+        return _error(400, "missing X-GitHub-Event or a JSON object body")
+
+    def handle() -> dict[str, Any]:
+        if not claim_delivery(services.engine, delivery, event):
+            return {"event": event, "duplicate": True}
+        try:
+            outcome = apply_event(services.engine, event, payload, services.clone_url)
+            result = outcome.as_json()
+            result["acl"] = _acl_webhook(services, event, payload)
+            return result
+        except BaseException:
+            forget_delivery(services.engine, delivery)
+            raise
+
+    try:
+        result = await asyncio.to_thread(handle)
+    except CodeaskError as exc:
+        log.error("webhook %s (%s) failed: %s", delivery, event, exc)
+        return _error(503, str(exc))
+    log.info("webhook %s %s: %s", delivery, event, result)
+    return web.json_response(result)
+
+
+def _acl_webhook(services: Services, event: str, payload: dict[str, Any]) -> str:
+    """Let access control drop cached permissions this event may have changed."""
+    try:
+        from acl.webhooks import handle_acl_webhook
+    except ImportError:  # access control without webhook support: nothing cached to drop
+        return "unsupported"
+    handle_acl_webhook(event, payload, services.acl_store)
+    return "applied"
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+def _reconcile_every(
+    seconds: float,
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(_reconcile_loop(app[SERVICES], seconds))
+        yield
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+
+    return ctx
+
+
+async def _reconcile_loop(services: Services, seconds: float) -> None:
+    while True:
+        await asyncio.sleep(seconds)
+        try:
+            drifts = await asyncio.to_thread(run_reconcile, services)
+            if drifts:
+                log.info("reconcile queued: %s", ", ".join(d.repo for d in drifts if d.queued))
+        except Exception:  # keep reconciling on the next tick; the cause is in the log
+            log.exception("reconcile failed")
+
+
+def run_reconcile(services: Services) -> list[Any]:
+    """One reconcile pass (``codeask reconcile`` and the periodic task)."""
+    return reconcile(services.engine, git_heads(services.git_token))

@@ -1,0 +1,49 @@
+"""Settings of the answer pipeline (env prefix ``CODEASK_``)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.evidence import DEFAULT_COSINE_THRESHOLD
+
+
+class BotSettings(BaseSettings):
+    """Generation, rerank and answer-shape settings.
+
+    ``llm_model`` empty means no language model: answers are extractive (the best chunks
+    with citations). ``rerank_model`` empty means: the reranker trained into
+    ``<data_dir>/models/reranker`` when one exists, otherwise no rerank; ``none`` turns
+    rerank off even when a trained model exists.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="CODEASK_", extra="ignore")
+
+    llm_model: str = ""
+    llm_api_base: str = ""
+    llm_api_key: str = Field(default="", repr=False)
+    llm_timeout: float = 60.0
+    llm_temperature: float = 0.1
+    llm_max_tokens: int = 800
+    llm_retries: int = 2
+    rerank_model: str = ""
+    rerank_candidates: int = 50
+    answer_sources: int = 6
+    context_chars: int = 12_000
+    github_web_url: str = "https://github.com"
+    # Minimum cosine similarity between the question and its best source; see bot.evidence.
+    not_found_threshold: float = DEFAULT_COSINE_THRESHOLD
+    # Minimum reranker score (after the model's activation) when a reranker ran; unset: the
+    # cosine rule alone decides, because a reranker's score scale depends on its training.
+    not_found_rerank_threshold: float | None = None
+
+    # --- codeask serve, admin commands, freshness ---------------------------------
+    host: str = "0.0.0.0"
+    port: int = 8080
+    # Who may run admin commands: comma-separated platform-qualified ids, e.g.
+    # "slack:T1:U1,teams:<aad-object-id>,cli:*" ("platform:*" admits every user there).
+    admins: str = ""
+    # Seconds between reconciles of the registry with GitHub's branch heads (0: never).
+    reconcile_seconds: float = 3600.0
+    # How to clone a registered repo; "{full_name}" is replaced. Empty: the GitHub web URL.
+    git_clone_url: str = ""

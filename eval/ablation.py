@@ -1,0 +1,156 @@
+"""Ablations: what each retrieval stage contributes, measured on the golden sets.
+
+Every configuration answers the same questions with the same embedding model. The
+product index (structural chunks with headers, in the configured store) serves
+hybrid / BM25-only / dense-only and rerank; the naive-window and header-less variants
+are built into their own SQLite files under ``<data dir>/eval/``. A stage that is not
+available here (no reranker, no OpenSearch) is skipped with a note, never faked.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from eval.goldens import source_roots
+from eval.harness import Rerank, RunResult, evaluate, require_indexed, searcher_ranker
+from eval.indexes import CHUNKERS, index_corpora, index_variant
+from eval.metrics import Question
+from eval.settings import EvalSettings
+from indexer.backend import SearchBackend
+from indexer.embed_cache import SqliteEmbeddingCache
+from indexer.embedding import Embedder
+from indexer.errors import CodeaskError
+from indexer.models import Hit
+from indexer.search import Searcher
+from indexer.settings import IndexerSettings
+from indexer.sqlite_store import SqliteStore
+
+HYBRID = ("bm25", "knn")
+BM25 = ("bm25",)
+DENSE = ("knn",)
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    index: str  # "product" | a key of CHUNKERS | "opensearch"
+    lists: tuple[str, ...] = HYBRID
+    rerank: bool = False
+
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant("hybrid", "product"),
+    Variant("bm25", "product", BM25),
+    Variant("dense", "product", DENSE),
+    Variant("hybrid+rerank", "product", rerank=True),
+    Variant("hybrid, no header", "no-header"),
+    Variant("naive hybrid", "naive"),
+    Variant("naive bm25", "naive", BM25),
+    Variant("naive dense", "naive", DENSE),
+    Variant("hybrid (opensearch)", "opensearch"),
+)
+
+
+def load_reranker() -> tuple[Rerank | None, str]:
+    """The product's cross-encoder rerank step if this build has one, else a note why not."""
+    try:
+        module = importlib.import_module("bot.rerank")
+    except ImportError:
+        return None, "rerank skipped: this build has no bot.rerank module"
+    for name in ("rerank_hits", "rerank"):
+        fn = getattr(module, name, None)
+        if callable(fn):
+            return _adapt_rerank(fn), ""
+    return None, "rerank skipped: bot.rerank has no rerank(question, hits) function"
+
+
+def _adapt_rerank(fn: Callable[..., Iterable[Hit]]) -> Rerank:
+    def rerank(question: str, hits: list[Hit]) -> list[Hit]:
+        return list(fn(question, hits))
+
+    return rerank
+
+
+def _opensearch_store(repos_wanted: Sequence[str]) -> tuple[SearchBackend | None, str]:
+    url = EvalSettings().test_opensearch_url
+    if not url:
+        return None, "opensearch skipped: CODEASK_TEST_OPENSEARCH_URL is not set"
+    try:
+        from indexer.opensearch_store import OpenSearchStore
+    except ImportError:
+        return None, "opensearch skipped: this build has no indexer.opensearch_store"
+    settings = IndexerSettings(
+        store="opensearch",
+        opensearch_url=url,
+        opensearch_index=EvalSettings().eval_opensearch_index,
+    )
+    try:
+        return OpenSearchStore.from_settings(settings), ""
+    except CodeaskError as exc:
+        return None, f"opensearch skipped: {exc}"
+
+
+def run_ablations(
+    questions: Sequence[Question],
+    settings: IndexerSettings,
+    product_store: SearchBackend,
+    embedder: Embedder,
+    k: int = 10,
+    say: Say | None = None,
+) -> tuple[list[RunResult], list[str]]:
+    """Every configuration of ``VARIANTS`` that can run here, and notes on the skipped ones."""
+    repos = sorted({q.repo for q in questions})
+    require_indexed(product_store, repos)
+    cache = SqliteEmbeddingCache(settings.data_path / "embeddings.db")
+    built: dict[str, SearchBackend | None] = {"product": product_store}
+    notes: list[str] = []
+    reranker, note = load_reranker()
+    if note:
+        notes.append(note)
+    results: list[RunResult] = []
+    for variant in VARIANTS:
+        if variant.rerank and reranker is None:
+            continue
+        if variant.index not in built:
+            built[variant.index], note = _build_variant(
+                variant.index, repos, settings, embedder, cache, say
+            )
+            if note:
+                notes.append(note)
+        store = built[variant.index]
+        if store is None:
+            continue
+        if say:
+            say(f"evaluating {variant.name}")
+        ranker = searcher_ranker(
+            Searcher(store, embedder), variant.lists, reranker if variant.rerank else None
+        )
+        results.append(evaluate(questions, ranker, k, config=variant.name))
+    return results, notes
+
+
+def _build_variant(
+    index: str,
+    repos: Sequence[str],
+    settings: IndexerSettings,
+    embedder: Embedder,
+    cache: SqliteEmbeddingCache,
+    say: Say | None,
+) -> tuple[SearchBackend | None, str]:
+    roots = source_roots(repos)
+    if index == "opensearch":
+        store, note = _opensearch_store(repos)
+        if store is None:
+            return None, note
+        if say:
+            say("indexing the corpora into OpenSearch")
+        index_corpora(roots, store, embedder, cache)
+        return store, ""
+    if say:
+        say(f"building the {index!r} index variant")
+    variant_store = SqliteStore(settings.data_path / "eval" / f"{index}.db")
+    index_variant(roots, variant_store, embedder, cache, CHUNKERS[index], settings.max_file_bytes)
+    return variant_store, ""

@@ -1,0 +1,108 @@
+"""Building the indexes the evaluation runs against: the product index and ablation variants.
+
+The product index goes through ``index_repository`` unchanged. The variants (naive
+windows, structural chunks without the header) are written to their own SQLite stores
+and share the embedding cache, so a second run embeds nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from eval.naive_chunks import naive_chunks
+from indexer.backend import SearchBackend
+from indexer.chunking import chunk_file
+from indexer.embedding import Embedder, EmbeddingCache, embed_with_cache, embedding_text
+from indexer.gitrepo import head_commit
+from indexer.indexing import IndexReport, ProgressFn, index_repository
+from indexer.models import Chunk, RepoState
+from indexer.walking import SourceFile, walk_repository
+
+# (file, repo name, commit) -> chunks
+Chunker = Callable[[SourceFile, str, str], list[Chunk]]
+
+
+def structural(f: SourceFile, repo: str, commit: str) -> list[Chunk]:
+    return chunk_file(
+        f.path,
+        f.language,
+        f.data,
+        repo=repo,
+        visibility="public",
+        commit=commit,
+        blob_sha=f.blob_sha,
+    )
+
+
+def structural_without_header(f: SourceFile, repo: str, commit: str) -> list[Chunk]:
+    return [dataclasses.replace(c, header="") for c in structural(f, repo, commit)]
+
+
+def naive(f: SourceFile, repo: str, commit: str) -> list[Chunk]:
+    return naive_chunks(
+        f.path,
+        f.language,
+        f.data,
+        repo=repo,
+        visibility="public",
+        commit=commit,
+        blob_sha=f.blob_sha,
+    )
+
+
+CHUNKERS: dict[str, Chunker] = {
+    "structural": structural,
+    "no-header": structural_without_header,
+    "naive": naive,
+}
+
+
+def index_corpora(
+    roots: Mapping[str, Path],
+    store: SearchBackend,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    progress: ProgressFn | None = None,
+) -> list[IndexReport]:
+    """Index every ``repo -> root`` with the product pipeline (public: they are open source)."""
+    return [
+        index_repository(root, repo, store, embedder, cache, visibility="public", progress=progress)
+        for repo, root in roots.items()
+    ]
+
+
+def index_variant(
+    roots: Mapping[str, Path],
+    store: SearchBackend,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    chunker: Chunker,
+    max_file_bytes: int = 1_000_000,
+) -> dict[str, int]:
+    """Replace each repo in ``store`` by the chunks ``chunker`` makes; returns chunk counts."""
+    store.ensure_schema(embedder.dimension)
+    counts: dict[str, int] = {}
+    for repo, root in roots.items():
+        commit = head_commit(root)
+        files = [f for f in walk_repository(root, max_file_bytes) if isinstance(f, SourceFile)]
+        chunks = [c for f in files for c in chunker(f, repo, commit)]
+        vectors, _ = embed_with_cache(embedder, cache, [embedding_text(c) for c in chunks])
+        store.apply_changes(
+            repo,
+            sorted(store.file_blobs(repo)),
+            chunks,
+            vectors,
+            RepoState(
+                repo=repo,
+                commit=commit,
+                visibility="public",
+                chunk_count=0,
+                indexed_at=time.time(),
+                config_version="eval-variant",
+            ),
+        )
+        counts[repo] = len(chunks)
+    return counts

@@ -1,0 +1,169 @@
+"""The OpenSearch index bodies (chunks and repo state) and the check of an existing mapping.
+
+The chunk index lives behind an alias (``codeask-chunks`` → ``codeask-chunks-v1``) so that a
+mapping change is a new index, a reindex and an atomic alias swap (``opensearch_migrate``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Bump when the analysis chain or the mapping changes in a way old indices do not have;
+# ``check_mapping`` then refuses the old index and the migration path takes over.
+SCHEMA_VERSION = 1
+
+# Splits identifiers at case changes, acronym runs, underscores and digits, keeping the
+# whole token: ``parseHTTPRequest`` → parsehttprequest, parse, http, request. This is what
+# ``indexer.tokens.code_tokens`` does for the embedded store, so BM25 sees the same terms.
+# Not ``word_delimiter_graph``: it never splits inside an acronym run (``HTTPRequest`` stays
+# whole) and emits parts at several positions, which inflates term frequencies; dots,
+# slashes and dashes are already separators of the ``code_ident`` tokenizer.
+_CASE_SPLIT = r"(\p{Lu}?\p{Ll}+|\p{Lu}+(?=\p{Lu}\p{Ll})|\p{Lu}+|\p{N}+)"
+
+ANALYSIS: dict[str, Any] = {
+    "tokenizer": {
+        # Identifier characters stay together (``get_user_id``), everything else separates.
+        "code_ident": {"type": "pattern", "pattern": r"[^\p{L}\p{N}_]+"},
+        "code_path": {"type": "path_hierarchy", "delimiter": "/"},
+    },
+    "filter": {
+        "code_case_split": {
+            "type": "pattern_capture",
+            "preserve_original": True,
+            "patterns": [_CASE_SPLIT],
+        },
+        "code_unique": {"type": "unique", "only_on_same_position": True},
+    },
+    "analyzer": {
+        "code": {
+            "type": "custom",
+            "tokenizer": "code_ident",
+            "filter": ["code_case_split", "lowercase", "code_unique"],
+        },
+        "code_path": {"type": "custom", "tokenizer": "code_path", "filter": ["lowercase"]},
+    },
+}
+
+_CODE_TEXT = {"type": "text", "analyzer": "code"}
+_KEYWORD = {"type": "keyword"}
+
+
+def chunk_properties(dimension: int) -> dict[str, Any]:
+    return {
+        "repo": _KEYWORD,
+        "visibility": _KEYWORD,
+        "language": _KEYWORD,
+        "kind": _KEYWORD,
+        "commit": _KEYWORD,
+        "blob_sha": _KEYWORD,
+        # The write that stored the document: old chunks of a replaced file are deleted as
+        # "same repo and path, another run", which needs no list of new ids.
+        "run": _KEYWORD,
+        "path": {
+            "type": "keyword",
+            "fields": {
+                "words": _CODE_TEXT,
+                # ``{"term": {"path.tree": "src/http"}}`` matches everything under src/http/.
+                "tree": {"type": "text", "analyzer": "code_path", "search_analyzer": "keyword"},
+            },
+        },
+        "symbol": {**_CODE_TEXT, "fields": {"raw": _KEYWORD}},
+        "header": _CODE_TEXT,
+        "text": _CODE_TEXT,
+        "start_line": {"type": "integer"},
+        "end_line": {"type": "integer"},
+        "embedding": {
+            "type": "knn_vector",
+            "dimension": dimension,
+            # Always name the engine: the node's default (faiss) needs native libraries.
+            "method": {
+                "name": "hnsw",
+                "engine": "lucene",
+                "space_type": "cosinesimil",
+                "parameters": {"m": 16, "ef_construction": 100},
+            },
+        },
+    }
+
+
+def chunk_index_body(dimension: int, shards: int, replicas: int, alias: str) -> dict[str, Any]:
+    """Settings, mapping and alias of a new chunk index for vectors of ``dimension``."""
+    return {
+        "settings": {
+            "index.knn": True,
+            "number_of_shards": shards,
+            "number_of_replicas": replicas,
+            "analysis": ANALYSIS,
+        },
+        "mappings": {
+            "dynamic": "strict",
+            "_meta": {"codeask_schema": SCHEMA_VERSION},
+            "properties": chunk_properties(dimension),
+        },
+        "aliases": {alias: {}},
+    }
+
+
+def state_index_body(replicas: int) -> dict[str, Any]:
+    """One small document per repository: what was indexed, and writes still in flight."""
+    return {
+        "settings": {"number_of_shards": 1, "number_of_replicas": replicas},
+        "mappings": {
+            "dynamic": "strict",
+            "properties": {
+                "repo": _KEYWORD,
+                "commit": _KEYWORD,
+                "visibility": _KEYWORD,
+                "chunk_count": {"type": "long"},
+                "indexed_at": {"type": "double"},
+                "config_version": _KEYWORD,
+                # Run ids of writes that started and did not finish (see OpenSearchStore).
+                "pending": _KEYWORD,
+            },
+        },
+    }
+
+
+def _walk(expected: dict[str, Any], actual: dict[str, Any], prefix: str) -> list[str]:
+    problems: list[str] = []
+    for name, spec in expected.items():
+        field = f"{prefix}{name}"
+        have = actual.get(name)
+        if have is None:
+            problems.append(f"field {field!r} is missing")
+            continue
+        for key in ("type", "analyzer", "search_analyzer"):
+            if spec.get(key, "text" if key == "type" else None) != have.get(
+                key, "text" if key == "type" else None
+            ):
+                problems.append(
+                    f"field {field!r} has {key} {have.get(key)!r}, not {spec.get(key)!r}"
+                )
+        problems += _walk(spec.get("fields", {}), have.get("fields", {}), f"{field}.")
+    return problems
+
+
+def check_mapping(mapping: dict[str, Any], dimension: int) -> list[str]:
+    """What makes an existing chunk index mapping unusable for ``dimension`` (empty: fine)."""
+    expected = chunk_properties(dimension)
+    actual = mapping.get("properties", {})
+    version = mapping.get("_meta", {}).get("codeask_schema")
+    problems: list[str] = []
+    if version != SCHEMA_VERSION:
+        problems.append(f"schema version is {version!r}, this codeask writes {SCHEMA_VERSION}")
+    vector = actual.get("embedding", {})
+    if vector.get("type") == "knn_vector":
+        if int(vector.get("dimension", -1)) != dimension:
+            problems.append(
+                f"it holds {vector.get('dimension')}-dimensional vectors but the embedding "
+                f"model gives {dimension}"
+            )
+        method = vector.get("method", {})
+        for key in ("engine", "space_type", "name"):
+            if method.get(key) != expected["embedding"]["method"][key]:
+                problems.append(
+                    f"the vector field uses {key} {method.get(key)!r}, "
+                    f"not {expected['embedding']['method'][key]!r}"
+                )
+        expected = {k: v for k, v in expected.items() if k != "embedding"}
+    return problems + _walk(expected, actual, "")

@@ -1,0 +1,108 @@
+"""Move the chunk alias to a new index version: the path for a mapping change.
+
+``codeask migrate-index`` (or :func:`migrate`) does, without touching the serving index:
+
+1. create ``<alias>-v<N+1>`` with the mapping this codeask writes (vector dimension from
+   the configured embedding model);
+2. when the vector dimension is unchanged, copy every chunk with ``_reindex`` (the
+   analyzers and fields are rebuilt from the stored sources); when it changed, the old
+   vectors are useless, so the new index starts empty;
+3. swap the alias in one atomic ``_aliases`` call, so searches move at once;
+4. after an empty start, clear the repository states, so ``codeask index`` re-embeds
+   every repository (until then searches return nothing from them).
+
+The old index is kept (to roll back, point the alias at it again) unless
+``delete_old`` is set.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from indexer.errors import ConfigError, StoreUnavailable
+from indexer.opensearch_client import call
+from indexer.opensearch_mapping import check_mapping, chunk_index_body
+from indexer.opensearch_store import OpenSearchStore
+
+
+@dataclass(frozen=True)
+class Migration:
+    old_index: str | None
+    new_index: str
+    copied: int
+    reindex_needed: bool
+
+
+def next_index_name(alias: str, current: str | None) -> str:
+    """``codeask-chunks-v3`` → ``codeask-chunks-v4`` (``-v1`` when there is none)."""
+    match = re.fullmatch(re.escape(alias) + r"-v(\d+)", current or "")
+    return f"{alias}-v{int(match.group(1)) + 1 if match else 1}"
+
+
+def migrate(store: OpenSearchStore, dimension: int, *, delete_old: bool = False) -> Migration:
+    """Build the next index version for ``dimension`` and move the alias to it."""
+    client, alias = store.client, store.alias
+    current = store.concrete_index()
+    if current is None:
+        store.ensure_schema(dimension)
+        return Migration(None, f"{alias}-v1", 0, reindex_needed=False)
+    new = next_index_name(alias, current)
+    if call(store.url, "look up the index", lambda: client.indices.exists(index=new)):
+        raise ConfigError(
+            f"{new} already exists (left by an interrupted migration?). Delete it and run "
+            "the migration again."
+        )
+    mapping = call(store.url, "read the mapping", lambda: client.indices.get_mapping(index=current))
+    old_dimension = mapping[current]["mappings"].get("properties", {}).get("embedding", {})
+    same_vectors = int(old_dimension.get("dimension", -1)) == dimension
+    if same_vectors and not check_mapping(mapping[current]["mappings"], dimension):
+        return Migration(current, current, 0, reindex_needed=False)  # nothing to change
+
+    body = chunk_index_body(dimension, store.shards, store.replicas, alias)
+    del body["aliases"]  # attached below, atomically with the removal from the old index
+    call(store.url, f"create {new}", lambda: client.indices.create(index=new, body=body))
+    copied = 0
+    if same_vectors:
+        result = call(
+            store.url,
+            "copy the chunks",
+            lambda: client.reindex(
+                body={"source": {"index": current}, "dest": {"index": new}},
+                wait_for_completion=True,
+                refresh=True,
+                request_timeout=3600,
+            ),
+        )
+        if result.get("failures"):
+            raise StoreUnavailable(
+                f"Copying {current} to {new} failed ({result['failures'][0]}); the alias still "
+                f"points to {current}. Delete {new} and retry."
+            )
+        copied = int(result.get("created", 0)) + int(result.get("updated", 0))
+    call(
+        store.url,
+        "move the alias",
+        lambda: client.indices.update_aliases(
+            body={
+                "actions": [
+                    {"remove": {"index": current, "alias": alias}},
+                    {"add": {"index": new, "alias": alias}},
+                ]
+            }
+        ),
+    )
+    if not same_vectors:
+        call(
+            store.url,
+            "clear the repository states",
+            lambda: client.delete_by_query(
+                index=store.state_index,
+                body={"query": {"match_all": {}}},
+                refresh=True,
+                conflicts="proceed",
+            ),
+        )
+    if delete_old:
+        call(store.url, f"delete {current}", lambda: client.indices.delete(index=current))
+    return Migration(current, new, copied, reindex_needed=not same_vectors)

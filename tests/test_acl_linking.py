@@ -1,0 +1,101 @@
+"""Linking a chat user to a GitHub account through the OAuth web flow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from acl.linking import OAuthLinker
+from acl.permissions import Principal
+from acl.settings import AclSettings
+from acl.store import AclStore
+from indexer.errors import AccessDenied, ConfigError
+from tests.fake_github import FakeGitHub, FakeGitHubServer
+
+
+class Clock:
+    now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def server() -> Iterator[FakeGitHubServer]:
+    fake = FakeGitHub()
+    fake.add_user("alice")
+    fake.add_user("mallory")
+    with FakeGitHubServer(fake) as srv:
+        yield srv
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def linker(server: FakeGitHubServer, tmp_path: Path, clock: Clock) -> OAuthLinker:
+    settings = AclSettings(
+        github_api_url=server.url,
+        github_web_url=server.url,
+        github_oauth_client_id="client-id",
+        github_oauth_client_secret="client-secret",
+        github_oauth_redirect_url="https://codeask.example.com/github/oauth/callback",
+        database_url=f"sqlite:///{tmp_path / 'acl.db'}",
+    )
+    return OAuthLinker(settings, AclStore(settings.database_url, clock=clock))
+
+
+def state_of(url: str) -> str:
+    return parse_qs(urlsplit(url).query)["state"][0]
+
+
+def test_link_binds_the_chat_user_to_the_numeric_github_id(
+    linker: OAuthLinker, server: FakeGitHubServer
+) -> None:
+    url = linker.start(Principal("slack", "T1:UALICE"))
+    assert url.startswith(f"{server.url}/login/oauth/authorize?client_id=client-id")
+    server.fake.oauth_codes["code-1"] = "alice"
+    link = linker.complete(state_of(url), "code-1")
+    assert (link.platform, link.chat_user_id, link.github_user_id, link.github_login) == (
+        "slack", "T1:UALICE", server.fake.users["alice"], "alice",
+    )
+    assert linker.store.identity("slack", "T1:UALICE") is not None
+
+
+def test_state_is_single_use(linker: OAuthLinker, server: FakeGitHubServer) -> None:
+    state = state_of(linker.start(Principal("slack", "T1:UALICE")))
+    server.fake.oauth_codes["code-1"] = "alice"
+    linker.complete(state, "code-1")
+    server.fake.oauth_codes["code-2"] = "mallory"
+    with pytest.raises(AccessDenied, match="expired"):
+        linker.complete(state, "code-2")
+    assert linker.store.identity("slack", "T1:UALICE").github_login == "alice"  # type: ignore[union-attr]
+
+
+def test_expired_state_is_refused(linker: OAuthLinker, server: FakeGitHubServer, clock: Clock) -> None:
+    state = state_of(linker.start(Principal("slack", "T1:UALICE")))
+    clock.now += 601
+    server.fake.oauth_codes["code-1"] = "alice"
+    with pytest.raises(AccessDenied):
+        linker.complete(state, "code-1")
+    assert linker.store.identity("slack", "T1:UALICE") is None
+
+
+def test_forged_state_and_bad_code_are_refused(linker: OAuthLinker) -> None:
+    with pytest.raises(AccessDenied):
+        linker.complete("made-up", "code-1")
+    state = state_of(linker.start(Principal("teams", "aad-1")))
+    with pytest.raises(AccessDenied, match="incorrect or expired"):
+        linker.complete(state, "never-issued")
+    assert linker.store.identity("teams", "aad-1") is None
+
+
+def test_linking_needs_an_oauth_app(tmp_path: Path) -> None:
+    settings = AclSettings(database_url=f"sqlite:///{tmp_path / 'acl.db'}")
+    with pytest.raises(ConfigError, match="OAUTH_CLIENT_ID"):
+        OAuthLinker(settings, AclStore(settings.database_url))

@@ -1,0 +1,106 @@
+"""Webhook verification and the cache invalidations each event causes."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from pathlib import Path
+
+import pytest
+
+from acl.store import AclStore
+from acl.webhooks import handle_acl_webhook, process_webhook, verify_signature
+from indexer.errors import AccessDenied, ConfigError, InvalidInput
+
+SECRET = "It's a Secret to Everybody"
+
+
+def sign(body: bytes, secret: str = SECRET) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> AclStore:
+    s = AclStore(f"sqlite:///{tmp_path / 'acl.db'}")
+    s.put_permissions(1, {"acme/api": True, "acme/web": True})
+    s.put_permissions(2, {"acme/api": True, "acme/web": False})
+    return s
+
+
+def test_githubs_documented_example_signature_verifies() -> None:
+    # The example from GitHub's "Validating webhook deliveries" documentation.
+    body = b"Hello, World!"
+    expected = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+    verify_signature(SECRET, {"X-Hub-Signature-256": expected}, body)
+
+
+def test_forged_signature_is_rejected_and_changes_nothing(store: AclStore) -> None:
+    body = json.dumps({"action": "removed", "repository": {"full_name": "acme/api"}}).encode()
+    headers = {"X-GitHub-Event": "member", "X-Hub-Signature-256": sign(body, "guess")}
+    with pytest.raises(AccessDenied, match="signature"):
+        process_webhook(SECRET, headers, body, store)
+    tampered = {"X-GitHub-Event": "member", "X-Hub-Signature-256": sign(b"{}")}
+    with pytest.raises(AccessDenied):
+        process_webhook(SECRET, tampered, body, store)
+    with pytest.raises(AccessDenied):
+        process_webhook(SECRET, {"X-GitHub-Event": "member"}, body, store)
+    assert store.cached_permissions(1, 300) == {"acme/api": True, "acme/web": True}
+
+
+def test_without_a_configured_secret_every_webhook_is_refused(store: AclStore) -> None:
+    body = b"{}"
+    with pytest.raises(ConfigError):
+        process_webhook("", {"X-Hub-Signature-256": sign(body, ""), "X-GitHub-Event": "ping"}, body, store)
+
+
+def test_signed_member_event_clears_the_repo_for_everyone(store: AclStore) -> None:
+    body = json.dumps(
+        {"action": "removed", "member": {"id": 1}, "repository": {"full_name": "acme/api"}}
+    ).encode()
+    headers = {"x-github-event": "member", "x-hub-signature-256": sign(body)}  # any header case
+    result = process_webhook(SECRET, headers, body, store)
+    assert result.repos == ["acme/api"] and result.users == [1]
+    assert store.cached_permissions(1, 300) == {}
+    assert store.cached_permissions(2, 300) == {"acme/web": False}
+
+
+def test_malformed_body_is_invalid_input(store: AclStore) -> None:
+    body = b"not json"
+    with pytest.raises(InvalidInput):
+        process_webhook(SECRET, {"X-GitHub-Event": "member", "X-Hub-Signature-256": sign(body)}, body, store)
+
+
+@pytest.mark.parametrize(
+    ("event", "payload", "left_for_user_2"),
+    [
+        ("membership", {"action": "removed", "member": {"id": 2}, "team": {"slug": "core"}}, {}),
+        ("organization", {"action": "member_removed", "membership": {"user": {"id": 2}}}, {}),
+        ("team_add", {"repository": {"full_name": "acme/web"}}, {"acme/api": True}),
+        ("team", {"action": "removed_from_repository", "repository": {"full_name": "acme/web"}}, {"acme/api": True}),
+        ("installation", {"action": "suspend"}, {}),
+        ("repository", {"action": "transferred", "repository": {"full_name": "acme/api"}}, {"acme/web": False}),
+    ],
+)
+def test_access_changing_events_clear_the_cache(
+    store: AclStore, event: str, payload: dict[str, object], left_for_user_2: dict[str, bool]
+) -> None:
+    assert handle_acl_webhook(event, payload, store).changed
+    assert store.cached_permissions(2, 300) == left_for_user_2
+
+
+def test_renamed_repository_makes_the_old_name_unreadable(store: AclStore) -> None:
+    payload = {
+        "action": "renamed",
+        "changes": {"repository": {"name": {"from": "old-api"}}},
+        "repository": {"full_name": "acme/api"},
+    }
+    result = handle_acl_webhook("repository", payload, store)
+    assert result.repos == ["acme/old-api", "acme/api"]
+    assert store.repo_overrides() == {"acme/old-api": "gone"}
+
+
+def test_unrelated_events_change_nothing(store: AclStore) -> None:
+    assert not handle_acl_webhook("push", {"repository": {"full_name": "acme/api"}}, store).changed
+    assert not handle_acl_webhook("ping", {"zen": "Keep it logically awesome."}, store).changed
+    assert store.cached_permissions(1, 300) == {"acme/api": True, "acme/web": True}

@@ -1,0 +1,161 @@
+"""Structural chunking: real boundaries, exact line ranges, qualified symbols."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexer.chunking import MAX_LINES, chunk_file, split_lines
+from indexer.languages import kind_for, language_for
+
+SNIPPETS = Path(__file__).parent / "fixtures" / "snippets"
+
+
+def spans(name: str) -> list[tuple[int, int, str]]:
+    language = language_for(name)
+    assert language is not None
+    data = (SNIPPETS / name).read_bytes()
+    return [(c.start_line, c.end_line, c.symbol) for c in chunk_file(name, language, data)]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "app.js",
+            [
+                (1, 1, "http"),
+                (3, 9, "app.use"),  # doc comment included, assignment of a function
+                (11, 11, "DEFAULT_PORT"),
+                (13, 15, "listen"),
+                (17, 25, "Router"),
+                (27, 29, "handler"),
+            ],
+        ),
+        (
+            "bucket.go",
+            [(1, 3, "<module>"), (5, 9, "TokenBucket"), (11, 18, "TokenBucket.Allow"), (20, 22, "New")],
+        ),
+        ("RetryService.java", [(1, 3, "<module>"), (5, 20, "RetryService")]),
+        ("point.rs", [(1, 1, "<module>"), (3, 7, "Point"), (9, 13, "Point"), (15, 17, "distance")]),
+        ("invoice.rb", [(1, 12, "Billing")]),
+        ("buffer.c", [(1, 1, "<module>"), (3, 6, "buffer"), (8, 12, "buffer_append")]),
+        ("socket.cpp", [(1, 1, "<module>"), (3, 19, "net")]),
+        ("Cart.cs", [(1, 1, "<module>"), (3, 14, "Shop")]),
+        ("cart.kt", [(1, 1, "<module>"), (3, 7, "Cart"), (9, 11, "checkout")]),
+        ("UserController.php", [(1, 3, "<module>"), (5, 11, "UserController"), (13, 15, "helper")]),
+        ("cache.swift", [(1, 1, "<module>"), (3, 7, "Cache"), (9, 11, "makeCache")]),
+        ("counter.dart", [(1, 1, "<module>"), (3, 5, "add"), (7, 13, "Counter")]),
+        ("App.tsx", [(1, 1, "<module>"), (3, 5, "Props"), (7, 9, "Greeting"), (11, 15, "App")]),
+        ("README.md", [(1, 3, "README > Project"), (5, 11, "README > Install"), (13, 15, "README > Usage")]),
+    ],
+)
+def test_small_files_chunk_along_definitions(name: str, expected: list[tuple[int, int, str]]) -> None:
+    assert spans(name) == expected
+
+
+def _python_class(methods: int) -> str:
+    body = []
+    for i in range(methods):
+        body += [f"    def method_{i}(self, value):", f'        """Doc {i}."""', f"        return value + {i}", ""]
+    return "\n".join(["import os", "", "", "@dataclass", "class Big(Base):", '    """A big class."""', "", *body])
+
+
+def test_large_python_class_is_chunked_by_method_with_decorators_and_header() -> None:
+    text = _python_class(20)
+    chunks = chunk_file("pkg/big.py", "python", text.encode())
+    by_symbol = {c.symbol: c for c in chunks}
+    assert "Big.method_0" in by_symbol and "Big.method_19" in by_symbol
+    first = by_symbol["Big.method_0"]
+    assert (first.start_line, first.end_line) == (8, 10)
+    assert "class Big(Base):" in first.header  # enclosing signature for context
+    assert "import os" in first.header
+    head = by_symbol["Big"]
+    assert head.start_line == 4  # the decorator belongs to the class
+    assert head.text.startswith("@dataclass\nclass Big(Base):")
+
+
+def test_decorated_function_keeps_decorator_and_comment() -> None:
+    src = "import x\n\n\n# Retries the call.\n@retry(3)\n@log\ndef fetch(url):\n    return get(url)\n"
+    (chunk,) = [c for c in chunk_file("f.py", "python", src.encode()) if c.symbol == "fetch"]
+    assert (chunk.start_line, chunk.end_line) == (4, 8)
+
+
+def test_giant_function_is_split_at_statement_boundaries() -> None:
+    lines = ["def giant():"] + [f"    x{i} = compute({i})" for i in range(300)] + ["    return x0"]
+    chunks = chunk_file("g.py", "python", "\n".join(lines).encode())
+    assert len(chunks) >= 3
+    assert all(c.symbol == "giant" for c in chunks)
+    assert all(c.end_line - c.start_line + 1 <= MAX_LINES for c in chunks)
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == len(lines)
+    covered = sorted(line for c in chunks for line in range(c.start_line, c.end_line + 1))
+    assert covered == list(range(1, len(lines) + 1))  # no line lost, none repeated
+
+
+def test_config_files_split_by_top_level_key() -> None:
+    deps = "\n".join(f'    "dep{i}": "^1.0.{i}",' for i in range(70))
+    src = f'{{\n  "name": "demo",\n  "scripts": {{\n    "test": "jest"\n  }},\n  "dependencies": {{\n{deps}\n    "last": "1"\n  }}\n}}\n'
+    chunks = chunk_file("package.json", "json", src.encode())
+    symbols = [c.symbol for c in chunks]
+    assert "package.json > scripts" in symbols
+    assert "package.json > dependencies" in symbols
+    yaml_src = "\n".join(["name: ci", "on:", "  push: {}"] + ["jobs:"] + [f"  job{i}:\n    runs-on: x" for i in range(40)])
+    ychunks = chunk_file("ci.yml", "yaml", yaml_src.encode())
+    assert any(c.symbol == "ci.yml > jobs" for c in ychunks)
+
+
+def test_small_config_is_one_chunk_and_kind_is_config() -> None:
+    (chunk,) = chunk_file("pyproject.toml", "toml", b'[project]\nname = "x"\n')
+    assert chunk.symbol == "pyproject.toml"
+    assert chunk.kind == "config"
+
+
+def test_kinds_from_paths() -> None:
+    assert kind_for("tests/test_api.py", "python") == "test"
+    assert kind_for("src/app.test.ts", "typescript") == "test"
+    assert kind_for("docs/guide.md", "markdown") == "docs"
+    assert kind_for("src/Foo.java", "java") == "source"
+    assert kind_for("src/test/java/FooTest.java", "java") == "test"
+
+
+def test_broken_utf8_is_decoded_with_replacement() -> None:
+    data = b"def ok():\n    return '\xff\xfe broken'\n"
+    (chunk,) = chunk_file("b.py", "python", data)
+    assert chunk.symbol == "ok"
+    assert "\ufffd" in chunk.text
+
+
+def test_empty_and_whitespace_files_have_no_chunks() -> None:
+    assert chunk_file("e.py", "python", b"") == []
+    assert chunk_file("e.md", "markdown", b"\n\n  \n") == []
+
+
+_LANG_SAMPLES = {
+    "python": "def f(a):\n    return a\n\nclass C:\n    def m(self):\n        pass\n",
+    "javascript": "function f() {\n  return 1;\n}\nconst g = () => 2;\n",
+    "go": "package p\n\nfunc F() int {\n\treturn 1\n}\n",
+    "markdown": "# T\n\ntext\n\n## S\n\nmore\n",
+    "yaml": "a: 1\nb:\n  c: 2\n",
+    "text": "some\nplain\ntext\n",
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    language=st.sampled_from(sorted(_LANG_SAMPLES)),
+    noise=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40), max_size=60),
+    cut=st.integers(min_value=0, max_value=200),
+)
+def test_chunk_text_is_exactly_its_line_range(language: str, noise: list[str], cut: int) -> None:
+    """Invariant: every chunk's text is exactly lines start..end of the decoded file."""
+    base = _LANG_SAMPLES[language]
+    text = base[: cut % (len(base) + 1)] + "\n".join(noise) + base[cut % (len(base) + 1) :]
+    data = text.encode("utf-8", "surrogatepass")
+    lines = split_lines(data.decode("utf-8", "replace"))
+    for chunk in chunk_file(f"x.{language}", language, data):
+        assert 1 <= chunk.start_line <= chunk.end_line <= len(lines)
+        assert chunk.text == "\n".join(lines[chunk.start_line - 1 : chunk.end_line])
+        assert chunk.text.strip()

@@ -1,0 +1,50 @@
+"""The codeask command line, end to end in a subprocess as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.test_indexing import SHOP
+
+CODEASK = [sys.executable, "-m", "bot.cli"]
+
+
+def run(args: list[str], data_dir: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CODEASK, *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "CODEASK_DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1", **env},
+    )
+
+
+def test_index_search_ask_end_to_end(make_repo: Callable[[dict[str, str]], Path], tmp_path: Path) -> None:
+    root = make_repo(SHOP)
+    data = tmp_path / "data"
+    indexed = run(["index", str(root), "--repo", "acme/shop"], data)
+    assert indexed.returncode == 0, indexed.stderr
+    assert "acme/shop" in indexed.stderr and "4 files" in indexed.stderr
+
+    found = run(["search", "TokenBucket allow", "--json", "--k", "3"], data)
+    assert found.returncode == 0, found.stderr
+    rows = json.loads(found.stdout)
+    assert rows[0]["repo"] == "acme/shop" and rows[0]["path"] == "shop/limits.py"
+    assert set(rows[0]) == {"repo", "path", "start_line", "end_line", "symbol", "kind", "score"}
+
+    answer = run(["ask", "where do we send the receipt email?"], data)
+    assert answer.returncode == 0, answer.stderr
+    assert "shop/mail.py:1-3" in answer.stdout
+    assert "smtp.sendmail" in answer.stdout
+
+
+def test_index_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
+    result = run(["index", str(tmp_path / "nope")], tmp_path / "data")
+    assert result.returncode == 2
+    assert "is not a folder" in result.stderr
+    assert "Traceback" not in result.stderr

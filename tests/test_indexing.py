@@ -1,0 +1,191 @@
+"""Indexing a real git repository into the embedded store, incrementally and atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer.embed_cache import SqliteEmbeddingCache
+from indexer.embedding import Embedder
+from indexer.indexing import index_repository
+from indexer.search import Searcher
+from indexer.sqlite_store import SqliteStore
+from tests.conftest import git
+
+SHOP = {
+    "shop/cart.py": (
+        "class Cart:\n"
+        '    """Items a customer is about to buy."""\n\n'
+        "    def __init__(self):\n"
+        "        self.items = []\n\n"
+        "    def add_item(self, sku, qty=1):\n"
+        "        self.items.append((sku, qty))\n\n"
+        "    def total_price(self, prices):\n"
+        "        return sum(prices[sku] * qty for sku, qty in self.items)\n"
+    ),
+    "shop/limits.py": (
+        "import time\n\n\n"
+        "class TokenBucket:\n"
+        "    def __init__(self, rate, capacity):\n"
+        "        self.rate = rate\n"
+        "        self.capacity = capacity\n"
+        "        self.tokens = capacity\n"
+        "        self.stamp = time.monotonic()\n\n"
+        "    def allow(self):\n"
+        "        now = time.monotonic()\n"
+        "        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)\n"
+        "        self.stamp = now\n"
+        "        if self.tokens >= 1:\n"
+        "            self.tokens -= 1\n"
+        "            return True\n"
+        "        return False\n"
+    ),
+    "shop/mail.py": (
+        "def send_receipt(smtp, customer, order):\n"
+        '    body = f"Thanks {customer.name}, your order {order.id} ships soon."\n'
+        "    smtp.sendmail('shop@example.com', customer.email, body)\n"
+    ),
+    "README.md": "# Shop\n\nA tiny shop.\n\n## Configuration\n\nSet STRIPE_WEBHOOK_SECRET to verify payment webhooks.\n",
+}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    return SqliteStore(tmp_path / "index.db")
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> SqliteEmbeddingCache:
+    return SqliteEmbeddingCache(tmp_path / "emb.db")
+
+
+def paths_in(store: SqliteStore, repo: str) -> dict[str, str]:
+    return store.file_blobs(repo)
+
+
+def test_search_finds_identifier_and_concept(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+) -> None:
+    root = make_repo(SHOP)
+    report = index_repository(root, "acme/shop", store, embedder, cache)
+    assert report.files == 4 and report.chunks >= 4
+    searcher = Searcher(store, embedder)
+    repos = frozenset({"acme/shop"})
+    top = searcher.search("TokenBucket", repos, k=3)[0].chunk
+    assert top.path == "shop/limits.py"
+    concept = searcher.search("how do we throttle requests so clients can't go too fast?", repos, k=3)
+    assert concept[0].chunk.path == "shop/limits.py"
+    email = searcher.search("where is the confirmation email sent to the buyer", repos, k=3)
+    assert email[0].chunk.symbol == "send_receipt"
+    assert email[0].chunk.commit == git(root, "rev-parse", "HEAD")
+    assert searcher.search("TokenBucket", frozenset(), k=3) == []
+    assert searcher.search("TokenBucket", frozenset({"other/repo"}), k=3) == []
+
+
+def test_incremental_reindex_add_modify_rename_delete(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+) -> None:
+    root = make_repo(SHOP)
+    first = index_repository(root, "acme/shop", store, embedder, cache)
+    assert first.changed_files == 4
+
+    again = index_repository(root, "acme/shop", store, embedder, cache)
+    assert (again.changed_files, again.deleted_files, again.embedded) == (0, 0, 0)
+
+    (root / "shop/mail.py").write_text(SHOP["shop/mail.py"].replace("ships soon", "is on its way"))
+    git(root, "mv", "shop/cart.py", "shop/basket.py")
+    git(root, "rm", "-q", "README.md")
+    (root / "shop/tax.py").write_text("def vat(amount):\n    return amount * 0.2\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "change")
+    report = index_repository(root, "acme/shop", store, embedder, cache)
+    assert report.changed_files == 3  # mail modified, basket renamed, tax added
+    assert report.deleted_files == 2  # cart.py (renamed away) and README.md
+    blobs = paths_in(store, "acme/shop")
+    assert sorted(blobs) == ["shop/basket.py", "shop/limits.py", "shop/mail.py", "shop/tax.py"]
+    state = store.repo_state("acme/shop")
+    assert state is not None and state.commit == git(root, "rev-parse", "HEAD")
+    searcher = Searcher(store, embedder)
+    hits = searcher.search("send_receipt", frozenset({"acme/shop"}), k=1)
+    assert "is on its way" in hits[0].chunk.text
+
+
+def test_unchanged_function_is_not_embedded_twice(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+) -> None:
+    root = make_repo(SHOP)
+    index_repository(root, "acme/shop", store, embedder, cache)
+    # Append a function: the file's other chunks keep their embedded text.
+    (root / "shop/mail.py").write_text(SHOP["shop/mail.py"] + "\n\ndef unsubscribe(customer):\n    customer.opted_out = True\n")
+    report = index_repository(root, "acme/shop", store, embedder, cache)
+    assert report.changed_files == 1
+    assert report.embedded == 1
+
+
+def test_crash_while_writing_keeps_previous_state(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = make_repo(SHOP)
+    index_repository(root, "acme/shop", store, embedder, cache)
+    before = store.repo_state("acme/shop")
+    (root / "shop/limits.py").write_text("def throttle():\n    return 'new'\n")
+    git(root, "commit", "-qam", "rewrite limits")
+
+    real_fts = __import__("indexer.sqlite_store", fromlist=["fts_document"]).fts_document
+    calls = {"n": 0}
+
+    def failing(chunk):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        raise OSError("disk full")
+
+    monkeypatch.setattr("indexer.sqlite_store.fts_document", failing)
+    with pytest.raises(OSError):
+        index_repository(root, "acme/shop", store, embedder, cache)
+    assert calls["n"] == 1
+    after = store.repo_state("acme/shop")
+    assert after == before  # not marked at the new commit
+    searcher = Searcher(store, embedder)
+    assert searcher.search("TokenBucket", frozenset({"acme/shop"}), k=1)[0].chunk.path == "shop/limits.py"
+
+    monkeypatch.setattr("indexer.sqlite_store.fts_document", real_fts)
+    report = index_repository(root, "acme/shop", store, embedder, cache)
+    assert report.changed_files == 1
+    assert report.embedded == 0  # the failed run's embeddings were cached
+    assert store.repo_state("acme/shop").commit == git(root, "rev-parse", "HEAD")  # type: ignore[union-attr]
+
+
+def test_empty_repo_and_plain_folder(
+    tmp_path: Path, store: SqliteStore, cache: SqliteEmbeddingCache, embedder: Embedder
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    report = index_repository(empty, "acme/empty", store, embedder, cache)
+    assert (report.files, report.chunks, report.commit) == (0, 0, "")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "x.py").write_text("def plain_thing():\n    return 1\n")
+    report = index_repository(plain, "local/plain", store, embedder, cache)
+    assert report.chunks == 1 and report.commit == ""
+
+
+def test_vectors_are_normalised(embedder: Embedder) -> None:
+    vectors = embedder.embed(["def a(): pass", "class B: pass"])
+    assert vectors.shape == (2, embedder.dimension)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
