@@ -1,0 +1,68 @@
+"""Every ``CODEASK_*`` setting, gathered from the settings classes (for docs and checks)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from pydantic_settings import BaseSettings
+
+SETTINGS_CLASSES = (
+    "indexer.settings:IndexerSettings",
+    "acl.settings:AclSettings",
+    "bot.settings:BotSettings",
+)
+SECRET_WORDS = ("token", "secret", "password", "key")
+
+
+@dataclass(frozen=True)
+class SettingDoc:
+    env: str
+    default: str
+    owner: str
+    secret: bool
+
+
+def settings_classes() -> list[type[BaseSettings]]:
+    classes = []
+    for spec in SETTINGS_CLASSES:
+        module, name = spec.split(":")
+        classes.append(getattr(importlib.import_module(module), name))
+    return classes
+
+
+def all_settings() -> list[SettingDoc]:
+    """One row per environment variable, in class then field order."""
+    rows: list[SettingDoc] = []
+    for cls in settings_classes():
+        prefix = str(cls.model_config.get("env_prefix", ""))
+        for name, field in cls.model_fields.items():
+            alias = field.validation_alias
+            if alias is not None and not isinstance(alias, str):
+                continue  # standard variables (XDG_DATA_HOME) are not codeask settings
+            env = (alias if isinstance(alias, str) else prefix + name).upper()
+            default = field.get_default(call_default_factory=False)
+            shown = "" if default is None else str(default)
+            if isinstance(default, list):
+                shown = ",".join(map(str, default))
+            rows.append(
+                SettingDoc(
+                    env=env,
+                    default=shown,
+                    owner=cls.__name__,
+                    secret=any(w in name for w in SECRET_WORDS),
+                )
+            )
+    return rows
+
+
+def markdown_table() -> str:
+    lines = ["| variable | default | read by |", "| --- | --- | --- |"]
+    for row in all_settings():
+        default = "(secret)" if row.secret and row.default else (row.default or "—")
+        lines.append(f"| `{row.env}` | `{default}` | {row.owner} |".replace("`—`", "—"))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown_table())
