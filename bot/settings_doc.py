@@ -43,6 +43,8 @@ def all_settings() -> list[SettingDoc]:
             env = (alias if isinstance(alias, str) else prefix + name).upper()
             default = field.get_default(call_default_factory=False)
             shown = "" if default is None else str(default)
+            if name == "data_dir":
+                shown = "$XDG_DATA_HOME/codeask"
             if isinstance(default, list):
                 shown = ",".join(map(str, default))
             rows.append(
@@ -64,5 +66,22 @@ def markdown_table() -> str:
     return "\n".join(lines)
 
 
+START, END = "<!-- settings-table:start -->", "<!-- settings-table:end -->"
+
+
+def with_table(readme: str) -> str:
+    """``readme`` with the text between the settings-table markers regenerated."""
+    head, rest = readme.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{markdown_table()}\n{END}{tail}"
+
+
 if __name__ == "__main__":
-    print(markdown_table())
+    import sys
+    from pathlib import Path
+
+    if len(sys.argv) > 1:  # python -m bot.settings_doc README.md: rewrite the table in place
+        target = Path(sys.argv[1])
+        target.write_text(with_table(target.read_text()))
+    else:
+        print(markdown_table())
