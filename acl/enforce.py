@@ -25,7 +25,10 @@ def check_chunks(chunks: Iterable[Chunk], access: Access | frozenset[str]) -> No
     repos = _allowed(access)
     for chunk in chunks:
         if chunk.repo not in repos:
-            log.error("access violation: a chunk of %s reached an answer it was not allowed in", chunk.repo)
+            log.error(
+                "access violation: a chunk of %s reached an answer it was not allowed in",
+                chunk.repo,
+            )
             raise AccessDenied(
                 "A search result fell outside the repositories you may read; nothing was shown."
             )

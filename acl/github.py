@@ -144,7 +144,9 @@ class GitHubClient:
         try:
             return jwt.encode(payload, self._private_key, algorithm="RS256")
         except (ValueError, TypeError, jwt.PyJWTError) as exc:
-            raise ConfigError(f"The GitHub App private key is not a valid RSA PEM key: {exc}") from exc
+            raise ConfigError(
+                f"The GitHub App private key is not a valid RSA PEM key: {exc}"
+            ) from exc
 
     def _auth_header(self) -> str:
         if not self._app_id:
@@ -185,7 +187,9 @@ class GitHubClient:
             except httpx.TimeoutException as exc:
                 raise UpstreamUnavailable("GitHub did not answer in time.") from exc
             except httpx.HTTPError as exc:
-                raise UpstreamUnavailable(f"GitHub could not be reached ({type(exc).__name__}).") from exc
+                raise UpstreamUnavailable(
+                    f"GitHub could not be reached ({type(exc).__name__})."
+                ) from exc
             wait = self._limit_wait(response)
             if wait is None and response.status_code < 500:
                 return response
@@ -195,7 +199,9 @@ class GitHubClient:
                 self._sleep(wait)
                 continue
             if response.status_code >= 500:
-                raise UpstreamUnavailable(f"GitHub failed the request (HTTP {response.status_code}).")
+                raise UpstreamUnavailable(
+                    f"GitHub failed the request (HTTP {response.status_code})."
+                )
             raise self._rate_limited(wait)
         raise AssertionError("unreachable")
 
@@ -330,7 +336,9 @@ class GitHubClient:
                 yield RepoInfo(
                     full_name=str(item["full_name"]),
                     id=int(item["id"]),
-                    visibility=str(item.get("visibility") or ("private" if item.get("private") else "public")),
+                    visibility=str(
+                        item.get("visibility") or ("private" if item.get("private") else "public")
+                    ),
                     default_branch=str(item.get("default_branch") or "main"),
                     archived=bool(item.get("archived", False)),
                 )

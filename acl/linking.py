@@ -48,7 +48,9 @@ class OAuthLinker:
         query = {"client_id": self.settings.github_oauth_client_id, "state": state}
         if self.settings.github_oauth_redirect_url:
             query["redirect_uri"] = self.settings.github_oauth_redirect_url
-        return f"{self.settings.github_web_url.rstrip('/')}/login/oauth/authorize?{urlencode(query)}"
+        return (
+            f"{self.settings.github_web_url.rstrip('/')}/login/oauth/authorize?{urlencode(query)}"
+        )
 
     def complete(self, state: str, code: str) -> IdentityLink:
         """Finish the OAuth callback: consume ``state``, exchange ``code``, store the link."""
@@ -82,9 +84,9 @@ class OAuthLinker:
                 token = body.get("access_token") if isinstance(body, dict) else None
                 if token_response.status_code != 200 or not token:
                     reason = body.get("error_description") if isinstance(body, dict) else None
+                    why = reason or token_response.status_code
                     raise AccessDenied(
-                        f"GitHub did not accept the sign-in ({reason or token_response.status_code}); "
-                        "start the link again."
+                        f"GitHub did not accept the sign-in ({why}); start the link again."
                     )
                 user_response = http.get(
                     f"{s.github_api_url.rstrip('/')}/user",
@@ -95,9 +97,13 @@ class OAuthLinker:
                     },
                 )
         except httpx.HTTPError as exc:
-            raise UpstreamUnavailable(f"GitHub could not be reached ({type(exc).__name__}).") from exc
+            raise UpstreamUnavailable(
+                f"GitHub could not be reached ({type(exc).__name__})."
+            ) from exc
         except ValueError as exc:
-            raise UpstreamUnavailable("GitHub answered the sign-in with something other than JSON.") from exc
+            raise UpstreamUnavailable(
+                "GitHub answered the sign-in with something other than JSON."
+            ) from exc
         if user_response.status_code != 200:
             raise UpstreamUnavailable(
                 f"GitHub did not say who signed in (HTTP {user_response.status_code})."

@@ -114,7 +114,9 @@ def decide_access(
     if operator:
         own = registered
     if place.kind == "channel":
-        shown = public | frozenset(r for r in grants if visibility.get(r) in ("public", "internal", "private"))
+        shown = public | frozenset(
+            r for r in grants if visibility.get(r) in ("public", "internal", "private")
+        )
         withheld = bool(own - shown)
         reason = REASON_CHANNEL if withheld else ""
         if degraded:
@@ -248,7 +250,7 @@ class AccessResolver:
                     return repo, members[org]
                 return repo, False
             except CodeaskError as exc:
-                log.warning("permission of user #%d on a repository unavailable: %s", identity.id, exc)
+                log.warning("permission of user #%d on %s unknown: %s", identity.id, repo, exc)
                 return repo, None
 
         with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(repos)))) as pool:

@@ -7,8 +7,9 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import delete, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, create_engine, select
@@ -31,6 +32,15 @@ def stricter(a: str, b: str) -> str:
     return a if _STRICTNESS.get(a, 3) >= _STRICTNESS.get(b, 3) else b
 
 
+def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:
+    # WAL lets the bot read while a webhook writes; NORMAL skips an fsync per commit.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
 class AclStore:
     """Small repository over the ACL tables; ``clock`` is injectable for TTL tests."""
 
@@ -43,6 +53,8 @@ class AclStore:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
         try:
             self.engine: Engine = create_engine(url, connect_args=connect_args)
+            if url.startswith("sqlite"):
+                event.listen(self.engine, "connect", _sqlite_pragmas)
             SQLModel.metadata.create_all(self.engine)
         except SQLAlchemyError as exc:
             raise StoreUnavailable(f"Cannot open the access-control database: {exc}") from exc
@@ -53,7 +65,9 @@ class AclStore:
 
     # --- identity links -------------------------------------------------------------
 
-    def link(self, platform: str, chat_user_id: str, github_user_id: int, github_login: str) -> IdentityLink:
+    def link(
+        self, platform: str, chat_user_id: str, github_user_id: int, github_login: str
+    ) -> IdentityLink:
         """Link (or re-link) a chat user; their cached permissions start from scratch."""
         with Session(self.engine) as s:
             old = s.exec(
@@ -79,7 +93,7 @@ class AclStore:
 
     def unlink(self, platform: str, chat_user_id: str) -> bool:
         with Session(self.engine) as s:
-            result = s.exec(  # type: ignore[call-overload]
+            result = s.exec(
                 delete(IdentityLink).where(
                     col(IdentityLink.platform) == platform,
                     col(IdentityLink.chat_user_id) == chat_user_id,
@@ -103,7 +117,9 @@ class AclStore:
     def update_login(self, github_user_id: int, login: str) -> None:
         """Record a GitHub rename so operators see the current login."""
         with Session(self.engine) as s:
-            for row in s.exec(select(IdentityLink).where(IdentityLink.github_user_id == github_user_id)):
+            for row in s.exec(
+                select(IdentityLink).where(IdentityLink.github_user_id == github_user_id)
+            ):
                 row.github_login = login
                 s.add(row)
             s.commit()
@@ -114,8 +130,15 @@ class AclStore:
         state = secrets.token_urlsafe(32)
         now = self.clock()
         with Session(self.engine) as s:
-            s.exec(delete(LinkState).where(col(LinkState.expires_at) < now))  # type: ignore[call-overload]
-            s.add(LinkState(state=state, platform=platform, chat_user_id=chat_user_id, expires_at=now + ttl_seconds))
+            s.exec(delete(LinkState).where(col(LinkState.expires_at) < now))
+            s.add(
+                LinkState(
+                    state=state,
+                    platform=platform,
+                    chat_user_id=chat_user_id,
+                    expires_at=now + ttl_seconds,
+                )
+            )
             s.commit()
         return state
 
@@ -136,8 +159,15 @@ class AclStore:
     def grant(self, platform: str, channel_id: str, repo: str, granted_by: str = "") -> None:
         with Session(self.engine) as s:
             if self._grant_row(s, platform, channel_id, repo) is None:
-                s.add(ChannelGrant(platform=platform, channel_id=channel_id, repo=repo,
-                                   granted_by=granted_by, granted_at=self.clock()))
+                s.add(
+                    ChannelGrant(
+                        platform=platform,
+                        channel_id=channel_id,
+                        repo=repo,
+                        granted_by=granted_by,
+                        granted_at=self.clock(),
+                    )
+                )
                 s.commit()
 
     def revoke_grant(self, platform: str, channel_id: str, repo: str) -> bool:
@@ -186,7 +216,11 @@ class AclStore:
         now = self.clock()
         with Session(self.engine) as s:
             for repo, allowed in answers.items():
-                s.merge(PermissionCache(github_user_id=github_user_id, repo=repo, allowed=allowed, fetched_at=now))
+                s.merge(
+                    PermissionCache(
+                        github_user_id=github_user_id, repo=repo, allowed=allowed, fetched_at=now
+                    )
+                )
             s.commit()
 
     def invalidate_repo(self, repo: str) -> None:
@@ -203,14 +237,18 @@ class AclStore:
         if where is not None:
             statement = statement.where(where)  # type: ignore[arg-type]
         with Session(self.engine) as s:
-            s.exec(statement)  # type: ignore[call-overload]
+            s.exec(statement)
             s.commit()
 
     # --- visibility learnt from webhooks --------------------------------------------
 
     def set_repo_override(self, repo: str, visibility: str, reason: str = "") -> None:
         with Session(self.engine) as s:
-            s.merge(RepoOverride(repo=repo, visibility=visibility, reason=reason, updated_at=self.clock()))
+            s.merge(
+                RepoOverride(
+                    repo=repo, visibility=visibility, reason=reason, updated_at=self.clock()
+                )
+            )
             s.commit()
 
     def clear_repo_override(self, repo: str) -> None:
@@ -263,5 +301,9 @@ class AclStore:
     def audit_entries(self, limit: int = 50) -> list[AuditEntry]:
         """The newest ``limit`` entries, newest first."""
         with Session(self.engine) as s:
-            rows = s.exec(select(AuditEntry).order_by(col(AuditEntry.ts).desc(), col(AuditEntry.id).desc()).limit(limit))
+            rows = s.exec(
+                select(AuditEntry)
+                .order_by(col(AuditEntry.ts).desc(), col(AuditEntry.id).desc())
+                .limit(limit)
+            )
             return list(rows)

@@ -126,7 +126,11 @@ def handle_acl_webhook(event: str, payload: Mapping[str, Any], store: AclStore) 
     if result.changed:
         log.info(
             "webhook %s/%s cleared permissions: repos=%s users=%s all=%s",
-            event, action, result.repos, result.users, result.everything,
+            event,
+            action,
+            result.repos,
+            result.users,
+            result.everything,
         )
     return result
 

@@ -50,7 +50,7 @@ def resolve_access(
 
 
 def parse_place(text: str | None) -> tuple[str, Place]:
-    """``dm``, ``cli`` or ``channel:[PLATFORM:]ID`` (platform defaults to slack) → (platform, place)."""
+    """``dm``, ``cli`` or ``channel:[PLATFORM:]ID`` (platform defaults to slack)."""
     if not text or text == "cli":
         return "cli", Place("cli")
     if text == "dm":
@@ -123,7 +123,10 @@ def audit_answer(
         place=str(place),
         question=answer.question,
         allowed_repos=access.repos,
-        cited=[(s.chunk.repo, s.chunk.path, s.chunk.start_line, s.chunk.end_line) for s in answer.sources],
+        cited=[
+            (s.chunk.repo, s.chunk.path, s.chunk.start_line, s.chunk.end_line)
+            for s in answer.sources
+        ],
         withheld=access.withheld,
         reason=access.reason,
         request_id=request_id,

@@ -11,11 +11,13 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from bot.answer import Answer, extractive_answer
+from bot.cli_service import register as register_service_commands
+from indexer.backend import SearchBackend
 from indexer.errors import CodeaskError
 from indexer.settings import IndexerSettings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ask questions about code.")
+register_service_commands(app)  # serve, worker, reconcile, repo
 err = Console(stderr=True, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
@@ -24,18 +26,16 @@ def _settings() -> IndexerSettings:
     return IndexerSettings()
 
 
-def _open(settings: IndexerSettings):  # type: ignore[no-untyped-def]
+def _open(settings: IndexerSettings):
     from indexer.embedding import load_embedder
     from indexer.search import Searcher
     from indexer.stores import open_store
 
     store = open_store(settings)
-    embedder = load_embedder(settings.embed_model, settings.embed_threads, settings.embed_batch_size)
+    embedder = load_embedder(
+        settings.embed_model, settings.embed_threads, settings.embed_batch_size
+    )
     return store, embedder, Searcher(store, embedder)
-
-
-def _all_repos(store) -> frozenset[str]:  # type: ignore[no-untyped-def]
-    return frozenset(s.repo for s in store.repo_states())
 
 
 @app.command()
@@ -99,16 +99,37 @@ def index(
         err.print(f"  skipped {count:>5}  {reason}")
 
 
+AS_GITHUB_HELP = "Preview as this GitHub user would see it (same policy as the chat bot)"
+PLACE_HELP = "Where the preview is asked: dm, or channel:[slack:|teams:]ID"
+
+
+def _allowed_repos(
+    store: SearchBackend, repo: list[str] | None, as_github: str | None, place: str | None
+) -> frozenset[str]:
+    """Everything indexed for the operator, else what ``--as-github`` gets in ``--place``."""
+    from bot.access import allowed_repo_set
+
+    return allowed_repo_set(
+        store,
+        requested=repo,
+        as_github=as_github,
+        place=place,
+        notify=lambda reason: err.print(f"[yellow]note:[/] {reason}"),
+    )
+
+
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What to look for")],
     repo: Annotated[list[str] | None, typer.Option(help="Restrict to these repos")] = None,
     k: Annotated[int, typer.Option(help="Number of results")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_github: Annotated[str | None, typer.Option(help=AS_GITHUB_HELP)] = None,
+    place: Annotated[str | None, typer.Option(help=PLACE_HELP)] = None,
 ) -> None:
     """Hybrid (BM25 + k-NN) search over the indexed code."""
     store, _, searcher = _open(_settings())
-    repos = frozenset(repo) if repo else _all_repos(store)
+    repos = _allowed_repos(store, repo, as_github, place)
     hits = searcher.search(query, repos, k=k)
     if as_json:
         rows = [
@@ -129,7 +150,9 @@ def search(
         out.print("No results.")
     for i, h in enumerate(hits, start=1):
         c = h.chunk
-        out.print(f"{i:>2}. {c.repo} {c.path}:{c.start_line}-{c.end_line}  {c.symbol}  ({h.score:.4f})")
+        out.print(
+            f"{i:>2}. {c.repo} {c.path}:{c.start_line}-{c.end_line}  {c.symbol}  ({h.score:.4f})"
+        )
 
 
 @app.command()
@@ -139,26 +162,16 @@ def ask(
     explain: Annotated[
         bool, typer.Option("--explain", help="Show candidates, fused ranks and rerank scores")
     ] = False,
+    as_github: Annotated[str | None, typer.Option(help=AS_GITHUB_HELP)] = None,
+    place: Annotated[str | None, typer.Option(help=PLACE_HELP)] = None,
 ) -> None:
     """Answer a question from the indexed code, with citations."""
     from bot.terminal import ask_in_terminal
 
     settings = _settings()
     store, _, searcher = _open(settings)
-    repos = frozenset(repo) if repo else _all_repos(store)
+    repos = _allowed_repos(store, repo, as_github, place)
     ask_in_terminal(question, repos, searcher, settings.data_path, out, explain=explain)
-
-
-def _print_answer(answer: Answer) -> None:
-    out.print(answer.text)
-    for s in answer.sources:
-        out.print(f"\n[bold][{s.number}][/] {s.label}  {s.chunk.symbol}")
-        out.print(f"    {s.link()}")
-        snippet = s.chunk.text.splitlines()
-        for n, line in enumerate(snippet[:12], start=s.chunk.start_line):
-            out.print(f"    {n:>5} │ {line}", markup=False)
-        if len(snippet) > 12:
-            out.print(f"          … {len(snippet) - 12} more lines")
 
 
 @app.command("eval")
@@ -184,6 +197,106 @@ def eval_(
         out=out,
         err=err,
     )
+
+
+@app.command("migrate-index")
+def migrate_index(
+    delete_old: Annotated[
+        bool, typer.Option("--delete-old", help="Delete the previous index version after")
+    ] = False,
+) -> None:
+    """OpenSearch: build the next index version for this configuration and move the alias."""
+    from indexer.embedding import load_embedder
+    from indexer.opensearch_migrate import migrate
+    from indexer.opensearch_store import OpenSearchStore
+
+    settings = _settings()
+    if settings.store != "opensearch":
+        raise typer.BadParameter("only for CODEASK_STORE=opensearch")
+    embedder = load_embedder(
+        settings.embed_model, settings.embed_threads, settings.embed_batch_size
+    )
+    done = migrate(
+        OpenSearchStore.from_settings(settings), embedder.dimension, delete_old=delete_old
+    )
+    if done.old_index == done.new_index:
+        err.print(f"{done.new_index} already fits this configuration; nothing changed.")
+        return
+    err.print(
+        f"{settings.opensearch_index} now points to {done.new_index} ({done.copied} chunks copied)."
+    )
+    if done.reindex_needed:
+        err.print("The vector dimension changed: run `codeask index` again for every repository.")
+
+
+@app.command()
+def audit(
+    limit: Annotated[int, typer.Option(help="How many of the newest questions")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Who asked what, where, over which repos, and what was cited (never code)."""
+    from bot.access import AccessContext
+
+    context = AccessContext.from_settings()
+    try:
+        entries = context.store.audit_entries(limit)
+    finally:
+        context.close()
+    if as_json:
+        out.print(json.dumps([e.model_dump() for e in entries], indent=2), markup=False)
+        return
+    if not entries:
+        out.print("No questions recorded.")
+    for e in entries:
+        who = f"{e.platform}:{e.user_id}" + (f" (@{e.github_login})" if e.github_login else "")
+        cited = ", ".join(
+            f"{c['repo']}/{c['path']}:{c['lines'][0]}-{c['lines'][1]}" for c in json.loads(e.cited)
+        )
+        out.print(f"{_when(e.ts)}  {who} in {e.place}: {e.question}", markup=False)
+        out.print(
+            f"    repos: {len(json.loads(e.allowed_repos))}  cited: {cited or '-'}", markup=False
+        )
+
+
+def _when(ts: float) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@app.command()
+def link(
+    platform: Annotated[str, typer.Option(help="slack or teams")],
+    user: Annotated[str, typer.Option(help="Chat user id (Slack TEAM:USER, Teams AAD id)")],
+) -> None:
+    """Print the one-time GitHub sign-in URL that links this chat user to their account."""
+    from acl.linking import OAuthLinker
+    from acl.permissions import Principal
+    from bot.access import AccessContext
+
+    context = AccessContext.from_settings()
+    try:
+        url = OAuthLinker(context.settings, context.store).start(Principal(platform, user))
+    finally:
+        context.close()
+    out.print(url, markup=False)
+    err.print(f"Send this to the user; it expires in {context.settings.link_state_ttl_seconds} s.")
+
+
+@app.command()
+def unlink(
+    platform: Annotated[str, typer.Option(help="slack or teams")],
+    user: Annotated[str, typer.Option(help="Chat user id")],
+) -> None:
+    """Remove a chat user's GitHub link: they read public repositories only from now on."""
+    from bot.access import AccessContext
+
+    context = AccessContext.from_settings()
+    try:
+        removed = context.store.unlink(platform, user)
+    finally:
+        context.close()
+    out.print(f"Unlinked {platform}:{user}." if removed else f"{platform}:{user} was not linked.")
 
 
 def main() -> None:

@@ -201,7 +201,9 @@ def _old_name(action: str, payload: Mapping[str, Any], new: str) -> str:
     return ""
 
 
-def _installation_repositories(engine: Engine, payload: Mapping[str, Any], out: EventOutcome) -> None:
+def _installation_repositories(
+    engine: Engine, payload: Mapping[str, Any], out: EventOutcome
+) -> None:
     registry = Registry(engine)
     for item in payload.get("repositories_added") or []:
         name = str(item.get("full_name") or "")

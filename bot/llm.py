@@ -7,13 +7,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+import httpx
+
 from bot.settings import BotSettings
 from indexer.errors import ConfigError, UpstreamUnavailable
 
 # LiteLLM fetches a model price list from the internet at import unless told otherwise.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import litellm  # noqa: E402  (must follow the environment default above)
+import litellm
 
 litellm.suppress_debug_info = True  # its help banners would land in the user's terminal
 
@@ -29,7 +31,9 @@ class LanguageModel(Protocol):
     @property
     def name(self) -> str: ...
 
-    def complete(self, messages: Sequence[Message], on_token: TokenCallback | None = None) -> str: ...
+    def complete(
+        self, messages: Sequence[Message], on_token: TokenCallback | None = None
+    ) -> str: ...
 
 
 def provider_arguments(settings: BotSettings) -> dict[str, Any]:
@@ -78,7 +82,7 @@ class LiteLLMClient:
             except Exception as exc:  # LiteLLM wraps every provider error; mapped below
                 status = _status(exc)
                 # a provider restarting refuses connections for a moment: worth a retry too
-                transient = status in _RETRY_STATUS or isinstance(exc, litellm.APIConnectionError)
+                transient = status in _RETRY_STATUS or _unreachable(exc)
                 retry = transient and not streamed[0]
                 if not retry or attempt >= self._settings.llm_retries:
                     raise self._explain(exc, status) from exc
@@ -138,7 +142,7 @@ class LiteLLMClient:
                 f"The language model provider at {where} is failing (HTTP {status}) after "
                 f"{self._settings.llm_retries + 1} attempts. Try again later."
             )
-        if isinstance(exc, litellm.APIConnectionError):
+        if _unreachable(exc):
             return UpstreamUnavailable(
                 f"Cannot reach the language model provider at {where} (tried "
                 f"{self._settings.llm_retries + 1} times). Is it running, and is "
@@ -150,9 +154,24 @@ class LiteLLMClient:
         )
 
 
+def _unreachable(exc: BaseException) -> bool:
+    """No connection at all (refused, DNS, reset): LiteLLM reports it as an HTTP 500."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, litellm.APIConnectionError | httpx.ConnectError | ConnectionError):
+            return True
+        pending += [current.__cause__, current.__context__]
+    return False
+
+
 def _status(exc: Exception) -> int | None:
-    """The provider's HTTP status; None when no response came (LiteLLM labels those 500)."""
-    if isinstance(exc, litellm.APIConnectionError | litellm.Timeout):
+    """The provider's HTTP status; None when no response came."""
+    if isinstance(exc, litellm.Timeout) or _unreachable(exc):
         return None
     code = getattr(exc, "status_code", None)
     return code if isinstance(code, int) else None

@@ -77,7 +77,9 @@ class AnswerPipeline:
             return Retrieval((), (), EvidenceSignal(0.0, False))
         start = time.perf_counter()
         reranker_name = self.reranker.name if self.reranker else ""
-        key = cache_key(question, repos, index_generation(self.searcher.backend, repos), reranker_name)
+        key = cache_key(
+            question, repos, index_generation(self.searcher.backend, repos), reranker_name
+        )
         cached = self.cache.get(key)
         if cached is not None:
             assert_allowed(cached.hits, repos)
@@ -227,4 +229,3 @@ class AnswerPipeline:
             used_llm=True,
             notes=notes,
         )
-

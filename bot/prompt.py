@@ -57,8 +57,7 @@ def render_sources(entries: Sequence[ContextEntry]) -> str:
         n = e.source.number
         body = e.source.chunk.text if e.full else f"(summary only) {e.summary}"
         blocks.append(
-            f"{source_heading(e)}\n"
-            f"BEGIN SOURCE {n} {marker}\n{body}\nEND SOURCE {n} {marker}"
+            f"{source_heading(e)}\nBEGIN SOURCE {n} {marker}\n{body}\nEND SOURCE {n} {marker}"
         )
     return "\n\n".join(blocks)
 

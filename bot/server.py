@@ -18,6 +18,7 @@ Handlers must not block the event loop: run database, GitHub and search calls wi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import uuid
@@ -95,7 +96,9 @@ async def readyz(request: web.Request) -> web.Response:
             log.warning("readyz: %s unavailable: %s", name, exc)
             checks[name] = "unavailable"
     ok = all(v == "ok" for v in checks.values())
-    return web.json_response({"status": "ok" if ok else "unavailable", **checks}, status=200 if ok else 503)
+    return web.json_response(
+        {"status": "ok" if ok else "unavailable", **checks}, status=200 if ok else 503
+    )
 
 
 async def github_webhook(request: web.Request) -> web.Response:
@@ -162,10 +165,8 @@ def _reconcile_every(
         task = asyncio.create_task(_reconcile_loop(app[SERVICES], seconds))
         yield
         task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await task
-        except asyncio.CancelledError:
-            pass
 
     return ctx
 

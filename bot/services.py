@@ -23,6 +23,7 @@ from indexer.settings import IndexerSettings
 if TYPE_CHECKING:
     from acl.github import GitHubClient
     from acl.store import AclStore
+    from bot.commands import CommandContext, Commands, Invoker
 
 
 class Services:
@@ -77,10 +78,38 @@ class Services:
         return header.removeprefix("Bearer ")
 
     def clone_url(self, full_name: str) -> str:
-        template = self.bot.git_clone_url or f"{self.acl.github_web_url.rstrip('/')}/{{full_name}}.git"
+        template = (
+            self.bot.git_clone_url or f"{self.acl.github_web_url.rstrip('/')}/{{full_name}}.git"
+        )
         if "{full_name}" not in template:
             raise ConfigError("CODEASK_GIT_CLONE_URL must contain {full_name}")
         return template.replace("{full_name}", full_name)
+
+    def command_context(self) -> CommandContext:
+        from bot.commands import CommandContext, parse_admins
+
+        return CommandContext(
+            registry=self.registry,
+            github=lambda: self.github,
+            access=lambda: self.acl_store,
+            delete_chunks=lambda repo: self.store.delete_repo(repo),
+            clone_url=self.clone_url,
+            git_token=self.git_token,
+            admins=parse_admins(self.bot.admins, self.acl.admin_ids),
+            link_url=self._link_url if self.acl.github_oauth_client_id else None,
+        )
+
+    def commands(self) -> Commands:
+        from bot.commands import Commands
+
+        return Commands(self.command_context())
+
+    def _link_url(self, invoker: Invoker) -> str:
+        from acl.linking import OAuthLinker
+        from acl.permissions import Principal
+
+        linker = OAuthLinker(self.acl, self.acl_store)
+        return linker.start(Principal(invoker.platform, invoker.user_id))
 
     def close(self) -> None:
         for name in ("store", "acl_store", "github"):

@@ -47,3 +47,40 @@ class BotSettings(BaseSettings):
     reconcile_seconds: float = 3600.0
     # How to clone a registered repo; "{full_name}" is replaced. Empty: the GitHub web URL.
     git_clone_url: str = ""
+
+    # --- Slack (see docs/slack.md) ---------------------------------------------------
+    slack_bot_token: str = Field(default="", repr=False)  # xoxb-…
+    slack_signing_secret: str = Field(default="", repr=False)
+    slack_app_token: str = Field(default="", repr=False)  # xapp-…, Socket Mode only
+    slack_socket_mode: bool = False  # connect out over a websocket instead of /slack/events
+    # Base URL of the Slack Web API (a local server in tests).
+    slack_api_url: str = "https://slack.com/api/"
+    # Slack user ids (U…) allowed to run admin commands, comma-separated.
+    slack_admins: str = ""
+    # Also treat Slack workspace admins and owners as codeask admins (needs users:read).
+    slack_workspace_admins: bool = False
+    # Seconds between edits of a streaming answer (Slack allows about one per second).
+    slack_update_seconds: float = 1.0
+
+    # --- Microsoft Teams (bot.teams); see docs/teams.md ------------------------------
+    # The Azure Bot registration. Without an app id and password /api/messages answers 503.
+    teams_app_id: str = ""
+    teams_app_password: str = Field(default="", repr=False)
+    # Single-tenant bots: the tenant that issues the bot's outgoing tokens (empty: multi-tenant).
+    teams_tenant_id: str = ""
+    # Comma-separated AAD object ids allowed to run admin commands from Teams.
+    teams_admins: str = ""
+    # Seconds between updates of a streamed 1:1 answer (Teams throttles message edits).
+    teams_update_seconds: float = 1.5
+    # Bot Framework endpoints; change them only for a sovereign cloud or a local test server.
+    teams_openid_metadata_url: str = (
+        "https://login.botframework.com/v1/.well-known/openidconfiguration"
+    )
+    teams_emulator_openid_metadata_url: str = (
+        "https://login.microsoftonline.com/common/v2.0/.well-known/openid-configuration"
+    )
+    teams_token_issuer: str = "https://api.botframework.com"
+    # Where the bot gets tokens for its replies: "{login_url}/oauth2/v2.0/token". Empty:
+    # https://login.microsoftonline.com/{teams_tenant_id or botframework.com}.
+    teams_login_url: str = ""
+    teams_oauth_scope: str = "https://api.botframework.com"

@@ -9,9 +9,9 @@ available here (no reranker, no OpenSearch) is skipped with a note, never faked.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from eval.goldens import source_roots
 from eval.harness import Rerank, RunResult, evaluate, require_indexed, searcher_ranker
@@ -54,27 +54,32 @@ VARIANTS: tuple[Variant, ...] = (
 )
 
 
-def load_reranker() -> tuple[Rerank | None, str]:
-    """The product's cross-encoder rerank step if this build has one, else a note why not."""
+def load_reranker(settings: IndexerSettings) -> tuple[Rerank | None, str]:
+    """The answer pipeline's cross-encoder if one is configured or trained, else a note."""
     try:
-        module = importlib.import_module("bot.rerank")
+        from bot.rerank import load_reranker as load_product_reranker
+        from bot.settings import BotSettings
     except ImportError:
         return None, "rerank skipped: this build has no bot.rerank module"
-    for name in ("rerank_hits", "rerank"):
-        fn = getattr(module, name, None)
-        if callable(fn):
-            return _adapt_rerank(fn), ""
-    return None, "rerank skipped: bot.rerank has no rerank(question, hits) function"
+    try:
+        reranker = load_product_reranker(BotSettings(), settings.data_path)
+    except CodeaskError as exc:
+        return None, f"rerank skipped: {exc}"
+    if reranker is None:
+        return None, (
+            "rerank skipped: no cross-encoder configured (CODEASK_RERANK_MODEL) and none "
+            "trained under the data dir"
+        )
 
-
-def _adapt_rerank(fn: Callable[..., Iterable[Hit]]) -> Rerank:
     def rerank(question: str, hits: list[Hit]) -> list[Hit]:
-        return list(fn(question, hits))
+        scores = reranker.score(question, hits)
+        order = sorted(range(len(hits)), key=lambda i: (-scores[i], i))  # ties: fused order
+        return [hits[i] for i in order]
 
-    return rerank
+    return rerank, ""
 
 
-def _opensearch_store(repos_wanted: Sequence[str]) -> tuple[SearchBackend | None, str]:
+def _opensearch_store() -> tuple[SearchBackend | None, str]:
     url = EvalSettings().test_opensearch_url
     if not url:
         return None, "opensearch skipped: CODEASK_TEST_OPENSEARCH_URL is not set"
@@ -100,14 +105,20 @@ def run_ablations(
     embedder: Embedder,
     k: int = 10,
     say: Say | None = None,
+    roots: Mapping[str, Path] | None = None,
 ) -> tuple[list[RunResult], list[str]]:
-    """Every configuration of ``VARIANTS`` that can run here, and notes on the skipped ones."""
+    """Every configuration of ``VARIANTS`` that can run here, and notes on the skipped ones.
+
+    ``roots`` (repo -> source folder) feeds the variant indexes; by default the pinned
+    corpora and this checkout.
+    """
     repos = sorted({q.repo for q in questions})
     require_indexed(product_store, repos)
+    sources = dict(roots) if roots is not None else None
     cache = SqliteEmbeddingCache(settings.data_path / "embeddings.db")
     built: dict[str, SearchBackend | None] = {"product": product_store}
     notes: list[str] = []
-    reranker, note = load_reranker()
+    reranker, note = load_reranker(settings)
     if note:
         notes.append(note)
     results: list[RunResult] = []
@@ -115,8 +126,10 @@ def run_ablations(
         if variant.rerank and reranker is None:
             continue
         if variant.index not in built:
+            if sources is None:
+                sources = source_roots(repos)
             built[variant.index], note = _build_variant(
-                variant.index, repos, settings, embedder, cache, say
+                variant.index, sources, settings, embedder, cache, say
             )
             if note:
                 notes.append(note)
@@ -134,20 +147,22 @@ def run_ablations(
 
 def _build_variant(
     index: str,
-    repos: Sequence[str],
+    roots: Mapping[str, Path],
     settings: IndexerSettings,
     embedder: Embedder,
     cache: SqliteEmbeddingCache,
     say: Say | None,
 ) -> tuple[SearchBackend | None, str]:
-    roots = source_roots(repos)
     if index == "opensearch":
-        store, note = _opensearch_store(repos)
+        store, note = _opensearch_store()
         if store is None:
             return None, note
         if say:
             say("indexing the corpora into OpenSearch")
-        index_corpora(roots, store, embedder, cache)
+        try:
+            index_corpora(roots, store, embedder, cache)
+        except CodeaskError as exc:
+            return None, f"opensearch skipped: {exc}"
         return store, ""
     if say:
         say(f"building the {index!r} index variant")

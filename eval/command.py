@@ -23,7 +23,7 @@ from eval.harness import (
 )
 from eval.indexes import index_corpora
 from eval.metrics import Question
-from eval.report import latency_line, terminal_table, write_report
+from eval.report import latency_line, table_caption, terminal_table, write_report
 from indexer.backend import SearchBackend
 from indexer.embedding import Embedder, load_embedder
 from indexer.errors import UpstreamUnavailable
@@ -89,6 +89,7 @@ def run_eval(
             for r in results:
                 out.print(terminal_table(r))
                 out.print(latency_line(r))
+            out.print(table_caption(k))
             for note in notes:
                 out.print(f"note: {note}")
         err.print(f"report written to {md}")
@@ -99,6 +100,7 @@ def run_eval(
     else:
         out.print(terminal_table(result))
         out.print(latency_line(result))
+        out.print(table_caption(k))
     return [result]
 
 

@@ -6,6 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 
+from rich import box
 from rich.table import Table
 
 from eval.harness import RunResult, latency_summary
@@ -24,25 +25,33 @@ def metric_columns(k: int) -> list[tuple[str, str]]:
     ]
 
 
-def _groups(result: RunResult) -> list[tuple[str, dict[str, float]]]:
+def _groups(result: RunResult, prefixed: bool = True) -> list[tuple[str, dict[str, float]]]:
     summary = result.summary
     overall, by_kind, by_repo = summary["overall"], summary["by_kind"], summary["by_repo"]
     assert isinstance(overall, dict) and isinstance(by_kind, dict) and isinstance(by_repo, dict)
     rows: list[tuple[str, dict[str, float]]] = [("all", overall)]
-    rows += [(f"kind: {name}", m) for name, m in by_kind.items()]
-    rows += [(f"repo: {name}", m) for name, m in by_repo.items()]
+    # Repo names hold a "/" and kinds do not, so the bare names stay unambiguous.
+    rows += [(f"kind: {name}" if prefixed else name, m) for name, m in by_kind.items()]
+    rows += [(f"repo: {name}" if prefixed else name, m) for name, m in by_repo.items()]
     return rows
 
 
 def terminal_table(result: RunResult) -> Table:
     """One row per group (all, each kind, each repo) for one configuration."""
     cols = metric_columns(result.k)
-    table = Table(title=f"{result.config}  (top {result.k})", title_justify="left")
-    table.add_column("group")
+    # Compact titles and borders so the table fits an 80-column terminal.
+    table = Table(
+        title=f"{result.config}  (top {result.k})",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column("group", no_wrap=True)
     table.add_column("n", justify="right")
     for _, title in cols:
-        table.add_column(title, justify="right")
-    for name, m in _groups(result):
+        short = title if title.startswith("R@") else title.split("@")[0].replace(" ", "")
+        table.add_column(short, justify="right")
+    for name, m in _groups(result, prefixed=False):
         table.add_row(
             name, f"{int(m['questions'])}", *(f"{m.get(key, 0.0):.3f}" for key, _ in cols)
         )
@@ -55,6 +64,10 @@ def latency_line(result: RunResult) -> str:
         for stage, v in latency_summary(result.latency).items()
     ]
     return "latency per question: " + ("; ".join(parts) if parts else "n/a")
+
+
+def table_caption(k: int) -> str:
+    return f"MRR, nDCG, fileR (file recall) and allgold (every gold place found) at k={k}."
 
 
 def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -70,9 +70,7 @@ def assert_allowed(hits: Sequence[Hit], repos: frozenset[str]) -> None:
             )
 
 
-def top_k_cosine(
-    matrix: np.ndarray, query: np.ndarray, n: int
-) -> list[int]:
+def top_k_cosine(matrix: np.ndarray, query: np.ndarray, n: int) -> list[int]:
     """Row indices of the ``n`` best rows by dot product (rows and query are normalised)."""
     if matrix.shape[0] == 0 or n <= 0:
         return []

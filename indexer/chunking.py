@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -43,7 +43,9 @@ _NAME_TYPES = frozenset(
 _FUNCTION_VALUES = frozenset(
     {"function", "function_expression", "arrow_function", "generator_function", "class"}
 )
-_ASSIGNED_NAME = re.compile(r"^\s*(?:export\s+)?(?:const\s+|let\s+|var\s+)?([A-Za-z_$][\w$.]*)\s*[:=]")
+_ASSIGNED_NAME = re.compile(
+    r"^\s*(?:export\s+)?(?:const\s+|let\s+|var\s+)?([A-Za-z_$][\w$.]*)\s*[:=]"
+)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -56,7 +58,7 @@ class _Span:
     scope: tuple[str, ...] = field(default_factory=tuple)  # enclosing signatures
 
 
-@lru_cache(maxsize=None)
+@cache
 def _parser(language: str) -> Any:
     from tree_sitter_language_pack import get_parser
 
@@ -233,9 +235,7 @@ class _CodeWalker:
             before = len(self.spans)
             self.visit(value if value is not None else node, (*scope, (name, signature)))
             members = sorted(self.spans[before:], key=lambda s: s.start)
-            gaps = _gap_spans(
-                self.lines, members, start, end, (*scope_sigs, signature), qualified
-            )
+            gaps = _gap_spans(self.lines, members, start, end, (*scope_sigs, signature), qualified)
             self.spans.extend(gaps)
             if not members and not gaps:
                 self.spans.append(_Span(start, end, qualified, scope_sigs))
@@ -279,9 +279,7 @@ class _CodeWalker:
             while child is not None and depth < 6:
                 if child.type in _NAME_TYPES:
                     return _text(child)
-                inner = child.child_by_field_name("declarator") or child.child_by_field_name(
-                    "name"
-                )
+                inner = child.child_by_field_name("declarator") or child.child_by_field_name("name")
                 if inner is None:
                     found = next((c for c in child.named_children if c.type in _NAME_TYPES), None)
                     return _text(found) if found is not None else None
@@ -316,7 +314,9 @@ class _CodeWalker:
         out: list[_Span] = []
         for piece in pieces:
             if piece.end - piece.start + 1 > 2 * MAX_LINES:
-                out.extend(_window_spans(self.lines, piece.start, piece.end, symbol, scope, MAX_LINES))
+                out.extend(
+                    _window_spans(self.lines, piece.start, piece.end, symbol, scope, MAX_LINES)
+                )
             else:
                 out.append(piece)
         return out

@@ -149,9 +149,7 @@ GRAMMARS: dict[str, Grammar] = {
     "typescript": _JS,
     "tsx": _JS,
     "go": Grammar(
-        definitions=frozenset(
-            {"function_declaration", "method_declaration", "type_declaration"}
-        ),
+        definitions=frozenset({"function_declaration", "method_declaration", "type_declaration"}),
     ),
     "java": Grammar(
         definitions=frozenset(
@@ -241,9 +239,7 @@ GRAMMARS: dict[str, Grammar] = {
         ),
     ),
     "kotlin": Grammar(
-        definitions=frozenset(
-            {"class_declaration", "object_declaration", "function_declaration"}
-        ),
+        definitions=frozenset({"class_declaration", "object_declaration", "function_declaration"}),
         containers=frozenset({"class_declaration", "object_declaration"}),
     ),
     "php": Grammar(
@@ -257,9 +253,7 @@ GRAMMARS: dict[str, Grammar] = {
                 "function_definition",
             }
         ),
-        containers=frozenset(
-            {"class_declaration", "interface_declaration", "trait_declaration"}
-        ),
+        containers=frozenset({"class_declaration", "interface_declaration", "trait_declaration"}),
     ),
     "swift": Grammar(
         definitions=frozenset(
@@ -283,9 +277,7 @@ GRAMMARS: dict[str, Grammar] = {
                 "method_signature",
             }
         ),
-        containers=frozenset(
-            {"class_definition", "mixin_declaration", "extension_declaration"}
-        ),
+        containers=frozenset({"class_definition", "mixin_declaration", "extension_declaration"}),
         sibling_body=frozenset({"function_signature", "method_signature"}),
         comments=frozenset({"comment", "documentation_comment"}),
     ),

@@ -106,41 +106,64 @@ def bulk_index(
     url: str,
     index: str,
     docs: Sequence[tuple[str, dict[str, Any]]],
+    **options: Any,
+) -> None:
+    """Index (upsert) ``(id, source)`` pairs; see :func:`bulk_write`."""
+    lines = [
+        (doc_id, json.dumps({"index": {"_id": doc_id}}) + "\n" + json.dumps(source) + "\n")
+        for doc_id, source in docs
+    ]
+    bulk_write(client, url, index, lines, **options)
+
+
+def bulk_delete(
+    client: OpenSearch, url: str, index: str, ids: Sequence[str], **options: Any
+) -> None:
+    """Delete documents by id (already gone is fine); see :func:`bulk_write`."""
+    lines = [(doc_id, json.dumps({"delete": {"_id": doc_id}}) + "\n") for doc_id in ids]
+    bulk_write(client, url, index, lines, **options)
+
+
+def bulk_write(
+    client: OpenSearch,
+    url: str,
+    index: str,
+    lines: Sequence[tuple[str, str]],
     *,
     batch_docs: int = 500,
     retry_delays: Sequence[float] = DEFAULT_RETRY_DELAYS,
+    refresh: bool = False,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    """Index ``(id, source)`` pairs in batches; back off and retry on 429/5xx.
+    """Send ``(id, NDJSON action)`` pairs in batches; back off and retry on 429/5xx.
 
     Every batch is attempted; permanent per-document errors are collected and reported
     together at the end as one StoreUnavailable (so the caller records nothing as done).
     """
     failed: list[tuple[str, str]] = []
-    for start in range(0, len(docs), batch_docs):
-        pending = [
-            (doc_id, json.dumps({"index": {"_id": doc_id}}) + "\n" + json.dumps(source) + "\n")
-            for doc_id, source in docs[start : start + batch_docs]
-        ]
+    for start in range(0, len(lines), batch_docs):
+        pending = list(lines[start : start + batch_docs])
         last_error: Exception | None = None
         for delay in (0.0, *retry_delays):
             if delay:
                 sleep(delay)
             try:
-                response = client.bulk(body="".join(line for _, line in pending), index=index)
+                response = client.bulk(
+                    body="".join(line for _, line in pending), index=index, refresh=refresh
+                )
             except os_errors.TransportError as exc:
                 if not _retryable(exc):
-                    raise translate(exc, url, "store chunks") from exc
+                    raise translate(exc, url, "write chunks") from exc
                 last_error = exc
                 continue
             retry = []
             for (doc_id, line), item in zip(pending, response["items"], strict=True):
-                result = item["index"]
+                op, result = next(iter(item.items()))
                 status = int(result.get("status", 500))
                 if status in RETRY_STATUSES or status >= 500:
                     retry.append((doc_id, line))
                     last_error = StoreUnavailable(f"{status} {result.get('error', '')}")
-                elif status >= 300:
+                elif status >= 300 and not (op == "delete" and status == 404):
                     error = result.get("error", {})
                     failed.append((doc_id, f"{error.get('type', status)}: {error.get('reason')}"))
             pending = retry
@@ -148,7 +171,7 @@ def bulk_index(
                 break
         if pending:
             if isinstance(last_error, os_errors.TransportError):
-                raise translate(last_error, url, "store chunks") from last_error
+                raise translate(last_error, url, "write chunks") from last_error
             raise StoreUnavailable(
                 f"OpenSearch at {public_url(url)} kept refusing {len(pending)} chunks after "
                 f"{len(retry_delays)} retries ({last_error}); nothing was marked as indexed."
@@ -156,6 +179,6 @@ def bulk_index(
     if failed:
         reasons = "; ".join(f"{doc_id[:12]}: {why}" for doc_id, why in failed[:3])
         raise StoreUnavailable(
-            f"OpenSearch at {public_url(url)} rejected {len(failed)} of {len(docs)} chunks "
+            f"OpenSearch at {public_url(url)} rejected {len(failed)} of {len(lines)} chunks "
             f"({reasons}); nothing was marked as indexed."
         )

@@ -4,7 +4,7 @@
 
 1. create ``<alias>-v<N+1>`` with the mapping this codeask writes (vector dimension from
    the configured embedding model);
-2. when the vector dimension is unchanged, copy every chunk with ``_reindex`` (the
+2. when the vector dimension is unchanged, copy every chunk (scroll + bulk, so the
    analyzers and fields are rebuilt from the stored sources); when it changed, the old
    vectors are useless, so the new index starts empty;
 3. swap the alias in one atomic ``_aliases`` call, so searches move at once;
@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from indexer.errors import ConfigError, StoreUnavailable
-from indexer.opensearch_client import call
+from opensearchpy import exceptions as os_errors
+from opensearchpy.helpers import scan
+
+from indexer.errors import ConfigError
+from indexer.opensearch_client import bulk_delete, bulk_index, call, translate
 from indexer.opensearch_mapping import check_mapping, chunk_index_body
 from indexer.opensearch_store import OpenSearchStore
 
@@ -62,24 +66,7 @@ def migrate(store: OpenSearchStore, dimension: int, *, delete_old: bool = False)
     body = chunk_index_body(dimension, store.shards, store.replicas, alias)
     del body["aliases"]  # attached below, atomically with the removal from the old index
     call(store.url, f"create {new}", lambda: client.indices.create(index=new, body=body))
-    copied = 0
-    if same_vectors:
-        result = call(
-            store.url,
-            "copy the chunks",
-            lambda: client.reindex(
-                body={"source": {"index": current}, "dest": {"index": new}},
-                wait_for_completion=True,
-                refresh=True,
-                request_timeout=3600,
-            ),
-        )
-        if result.get("failures"):
-            raise StoreUnavailable(
-                f"Copying {current} to {new} failed ({result['failures'][0]}); the alias still "
-                f"points to {current}. Delete {new} and retry."
-            )
-        copied = int(result.get("created", 0)) + int(result.get("updated", 0))
+    copied = _copy(store, current, new) if same_vectors else 0
     call(
         store.url,
         "move the alias",
@@ -93,16 +80,41 @@ def migrate(store: OpenSearchStore, dimension: int, *, delete_old: bool = False)
         ),
     )
     if not same_vectors:
-        call(
-            store.url,
-            "clear the repository states",
-            lambda: client.delete_by_query(
-                index=store.state_index,
-                body={"query": {"match_all": {}}},
-                refresh=True,
-                conflicts="proceed",
-            ),
-        )
+        _clear_states(store)
     if delete_old:
         call(store.url, f"delete {current}", lambda: client.indices.delete(index=current))
     return Migration(current, new, copied, reindex_needed=not same_vectors)
+
+
+def _copy(store: OpenSearchStore, source: str, dest: str, page: int = 500) -> int:
+    """Copy every document with its id and source (vectors included), then refresh.
+
+    Scroll + bulk rather than ``_reindex``, which needs the optional ``reindex`` module.
+    """
+    copied = 0
+    batch: list[tuple[str, dict[str, Any]]] = []
+    hits = scan(store.client, index=source, query={"query": {"match_all": {}}}, size=page)
+    try:
+        for hit in hits:
+            batch.append((hit["_id"], hit["_source"]))
+            if len(batch) >= page:
+                bulk_index(store.client, store.url, dest, batch, retry_delays=store.retry_delays)
+                copied += len(batch)
+                batch = []
+    except os_errors.TransportError as exc:
+        raise translate(exc, store.url, f"copy {source} to {dest}") from exc
+    bulk_index(store.client, store.url, dest, batch, retry_delays=store.retry_delays)
+    copied += len(batch)
+    call(store.url, f"refresh {dest}", lambda: store.client.indices.refresh(index=dest))
+    return copied
+
+
+def _clear_states(store: OpenSearchStore) -> None:
+    body = {"size": 10_000, "_source": False, "query": {"match_all": {}}}
+    found = call(
+        store.url,
+        "list repository states",
+        lambda: store.client.search(index=store.state_index, body=body, ignore_unavailable=True),
+    )
+    ids = [h["_id"] for h in found["hits"]["hits"]]
+    bulk_delete(store.client, store.url, store.state_index, ids, refresh=True)

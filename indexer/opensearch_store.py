@@ -22,6 +22,7 @@ from indexer.errors import ConfigError, StoreUnavailable
 from indexer.models import Chunk, Hit, RepoState, SearchRequest
 from indexer.opensearch_client import (
     DEFAULT_RETRY_DELAYS,
+    bulk_delete,
     bulk_index,
     call,
     connect,
@@ -36,6 +37,7 @@ from indexer.tokens import query_terms
 BM25_FIELDS = ("symbol^4", "path.words^2", "header", "text")
 _HIDDEN_SOURCE = ["embedding", "run"]
 _TERMS_PER_QUERY = 1000  # well under index.max_terms_count (65 536)
+_DELETE_PAGE = 5000
 
 
 def state_index_name(alias: str) -> str:
@@ -214,7 +216,8 @@ class OpenSearchStore:
         run = uuid.uuid4().hex
         prior = self._state_source(repo) or {"repo": repo}
         earlier_pending = list(prior.get("pending", []))
-        self._put_state({**prior, "pending": [*earlier_pending, run]})
+        # Read back with a realtime get, so no refresh is needed for this marker.
+        self._put_state({**prior, "pending": [*earlier_pending, run]}, refresh=False)
 
         docs = [(c.id, _chunk_source(c, v, run)) for c, v in zip(chunks, vectors, strict=True)]
         bulk_index(
@@ -225,8 +228,9 @@ class OpenSearchStore:
             batch_docs=self.batch_docs,
             retry_delays=self.retry_delays,
         )
+        # Searches see the last refresh: without this one, the search for stale chunks
+        # would still see the old copy of a chunk rewritten under the same id, and delete it.
         self._call("refresh the index", lambda: self.client.indices.refresh(index=self.alias))
-
         paths = sorted(set(remove_paths) | {c.path for c in chunks})
         for start in range(0, len(paths), _TERMS_PER_QUERY):
             self._delete_chunks(
@@ -258,38 +262,48 @@ class OpenSearchStore:
                 "must_not": [{"term": {"run": keep_run}}],
             }
         }
-        self._call(
-            "delete replaced chunks",
-            lambda: self.client.delete_by_query(
-                index=self.alias,
-                body={"query": query},
-                refresh=True,
-                conflicts="proceed",
-                request_timeout=max(self.client.transport.kwargs.get("timeout", 30), 300),
-            ),
-        )
+        self._delete_where(query)
 
-    def _put_state(self, source: dict[str, Any]) -> None:
+    def _delete_where(self, query: dict[str, Any]) -> None:
+        """Delete every chunk matching ``query``.
+
+        Search-then-bulk-delete rather than ``_delete_by_query``: that endpoint lives in the
+        optional ``reindex`` module, which minimal nodes (like the one scripts/opensearch.sh
+        assembles) do not have. Each round deletes what it found, so no paging is needed.
+        """
+        body = {"size": _DELETE_PAGE, "_source": False, "track_total_hits": False, "query": query}
+        while True:
+            response = self._call(
+                "find chunks to delete",
+                lambda: self.client.search(index=self.alias, body=body, ignore_unavailable=True),
+            )
+            ids = [h["_id"] for h in response["hits"]["hits"]]
+            if ids:
+                bulk_delete(
+                    self.client,
+                    self.url,
+                    self.alias,
+                    ids,
+                    batch_docs=self.batch_docs,
+                    retry_delays=self.retry_delays,
+                    refresh=True,  # the next round, and the caller's count, must not see them
+                )
+            if len(ids) < _DELETE_PAGE:
+                return
+
+    def _put_state(self, source: dict[str, Any], refresh: bool = True) -> None:
         self._call(
             "record the repository state",
             lambda: self.client.index(
-                index=self.state_index, id=source["repo"], body=source, refresh=True
+                index=self.state_index, id=source["repo"], body=source, refresh=refresh
             ),
         )
 
     def delete_repo(self, repo: str) -> None:
         # Chunks first: if this fails half-way the state still lists the repo, so an
         # administrator sees it and can retry, instead of invisible searchable leftovers.
-        self._call(
-            "delete the repository's chunks",
-            lambda: self.client.delete_by_query(
-                index=self.alias,
-                body={"query": {"term": {"repo": repo}}},
-                refresh=True,
-                conflicts="proceed",
-                ignore_unavailable=True,
-            ),
-        )
+        if self._call("look up the index", lambda: self.client.indices.exists(index=self.alias)):
+            self._delete_where({"term": {"repo": repo}})
         self._call(
             "delete the repository state",
             lambda: self.client.delete(index=self.state_index, id=repo, refresh=True, ignore=[404]),

@@ -49,7 +49,7 @@ def git_heads(token: Callable[[], str]) -> HeadLookup:
 def reconcile(engine: Engine, head_of: HeadLookup) -> list[Drift]:
     """Queue an index job for every tracked repo whose branch moved past its indexed commit."""
     drifts: list[Drift] = []
-    for repo in Registry(engine).list():
+    for repo in Registry(engine).all():
         if repo.status in (REPO_ARCHIVED, REPO_DELETING, REPO_NO_ACCESS):
             continue
         try:

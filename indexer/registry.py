@@ -212,8 +212,11 @@ def _take_over_sqlite_transactions(engine: Engine) -> None:
 
 @contextmanager
 def write_session(engine: Engine) -> Iterator[Session]:
-    """A session whose transaction holds the write lock from its start on SQLite."""
-    with Session(engine) as session:
+    """A session whose transaction holds the write lock from its start on SQLite.
+
+    Objects stay readable after commit (no expiry), so callers can use what they wrote.
+    """
+    with Session(engine, expire_on_commit=False) as session:
         if is_sqlite(engine):
             session.connection(execution_options={"sqlite_immediate": True})
         yield session
@@ -240,7 +243,7 @@ class Registry:
         with Session(self.engine) as s:
             return s.exec(select(Repo).where(Repo.full_name == full_name)).first()
 
-    def list(self) -> list[Repo]:
+    def all(self) -> list[Repo]:
         with Session(self.engine) as s:
             return list(s.exec(select(Repo).order_by(Repo.full_name)))
 

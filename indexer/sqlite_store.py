@@ -172,10 +172,19 @@ class SqliteStore:
                     "INSERT INTO chunks_fts (rowid, symbol, path, header, body) VALUES (?,?,?,?,?)",
                     (cur.lastrowid, *fts_document(chunk)),
                 )
-            count = conn.execute("SELECT count(*) FROM chunks WHERE repo = ?", (repo,)).fetchone()[0]
+            count = conn.execute("SELECT count(*) FROM chunks WHERE repo = ?", (repo,)).fetchone()[
+                0
+            ]
             conn.execute(
                 "INSERT OR REPLACE INTO repos VALUES (?,?,?,?,?,?)",
-                (repo, state.commit, state.visibility, count, state.indexed_at, state.config_version),
+                (
+                    repo,
+                    state.commit,
+                    state.visibility,
+                    count,
+                    state.indexed_at,
+                    state.config_version,
+                ),
             )
             self._bump_generation(conn)
             conn.execute("COMMIT")
@@ -228,7 +237,9 @@ class SqliteStore:
         for i in range(0, len(ids), 500):
             part = list(ids[i : i + 500])
             marks = ",".join("?" * len(part))
-            rows = self._conn().execute(f"SELECT {_COLUMNS} FROM chunks WHERE id IN ({marks})", part)
+            rows = self._conn().execute(
+                f"SELECT {_COLUMNS} FROM chunks WHERE id IN ({marks})", part
+            )
             out.extend(_row_to_chunk(r) for r in rows)
         return out
 
@@ -264,11 +275,15 @@ class SqliteStore:
         generation = row[0] if row else ""
         with self._vectors_lock:
             if self._vectors is None or self._vectors[0] != generation:
-                rows = conn.execute("SELECT id, repo, embedding FROM chunks ORDER BY rowid").fetchall()
+                rows = conn.execute(
+                    "SELECT id, repo, embedding FROM chunks ORDER BY rowid"
+                ).fetchall()
                 ids = np.array([r[0] for r in rows], dtype=object)
                 repos = [r[1] for r in rows]
                 matrix = (
-                    np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+                    np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(
+                        len(rows), -1
+                    )
                     if rows
                     else np.zeros((0, 1), dtype=np.float32)
                 )

@@ -57,7 +57,9 @@ LOCK_FILES = frozenset(
         "bun.lockb",
     }
 )
-_GENERATED_NAME = re.compile(r"(\.min\.(js|css)$|\.map$|_pb2\.py$|\.pb\.go$|\.generated\.|\.g\.dart$)")
+_GENERATED_NAME = re.compile(
+    r"(\.min\.(js|css)$|\.map$|_pb2\.py$|\.pb\.go$|\.generated\.|\.g\.dart$)"
+)
 _GENERATED_MARK = re.compile(rb"(@generated|DO NOT EDIT|Code generated .* DO NOT EDIT)")
 
 
@@ -90,7 +92,16 @@ def _git_listed_files(root: Path) -> list[str] | None:
     """Tracked plus untracked-but-not-ignored files, as git sees them."""
     try:
         out = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            [
+                "git",
+                "-C",
+                str(root),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
             check=True,
             capture_output=True,
             timeout=120,

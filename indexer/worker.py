@@ -15,7 +15,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy.engine import Engine
@@ -55,7 +55,7 @@ class WorkerConfig:
     poll_seconds: float = 2.0
     heartbeat_seconds: float = 10.0
     stale_seconds: float = 60.0
-    retry: jobs.RetryPolicy = jobs.RetryPolicy()
+    retry: jobs.RetryPolicy = field(default_factory=jobs.RetryPolicy)
 
     @classmethod
     def from_settings(cls, settings: IndexerSettings) -> WorkerConfig:
@@ -126,7 +126,9 @@ class Worker:
             # Any failure, expected or a bug, goes back to the queue with backoff: the worker
             # itself must keep serving other repositories.
             message = str(exc) if isinstance(exc, CodeaskError) else f"{type(exc).__name__}: {exc}"
-            log.warning("job %s failed: %s", job.id, message, exc_info=not isinstance(exc, CodeaskError))
+            log.warning(
+                "job %s failed: %s", job.id, message, exc_info=not isinstance(exc, CodeaskError)
+            )
             after = jobs.fail(self.engine, job.id, self.worker_id, message, self.config.retry)
             if after is not None and after.status == FAILED:
                 self._mark_repo_error(job.repo, message)
@@ -153,6 +155,13 @@ class Worker:
             repo = s.exec(select(Repo).where(Repo.full_name == job.repo)).first()
             if repo is None or repo.status == REPO_DELETING:
                 return  # removed after the job was queued: nothing to do
+            for dead in s.exec(
+                select(IndexRun).where(IndexRun.job_id == job.id, IndexRun.outcome == "running")
+            ):
+                # A previous holder of this job died mid-run; its partial work was never
+                # committed to the store.
+                dead.outcome, dead.error, dead.finished_at = "abandoned", "worker died", utcnow()
+                s.add(dead)
             run = IndexRun(repo=job.repo, job_id=job.id, commit=job.commit)
             s.add(run)
             s.commit()

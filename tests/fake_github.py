@@ -61,6 +61,8 @@ class FakeGitHub:
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+    protocol_version = "HTTP/1.1"  # keep-alive, as api.github.com
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet test output
         pass
@@ -80,7 +82,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(gh, method, url.path, status, payload, headers)
 
     def _reply(
-        self, gh: FakeGitHub, method: str, path: str, status: int, payload: Any, headers: dict[str, str]
+        self,
+        gh: FakeGitHub,
+        method: str,
+        path: str,
+        status: int,
+        payload: Any,
+        headers: dict[str, str],
     ) -> None:
         data = b"" if payload is None else json.dumps(payload).encode()
         etag = f'"{hashlib.sha1(data).hexdigest()}"' if data else ""
@@ -121,13 +129,19 @@ class _Handler(BaseHTTPRequestHandler):
         if gh.fail_status is not None:
             return gh.fail_status, {"message": "Server Error"}, {}
         if gh.secondary_limit is not None:
-            return 403, {"message": "You have exceeded a secondary rate limit."}, {
-                "Retry-After": str(gh.secondary_limit)
-            }
+            return (
+                403,
+                {"message": "You have exceeded a secondary rate limit."},
+                {"Retry-After": str(gh.secondary_limit)},
+            )
         if gh.rate_remaining <= 0:
             return 403, {"message": "API rate limit exceeded"}, {"X-RateLimit-Remaining": "0"}
         parts = [p for p in path.split("/") if p]
-        if method == "POST" and parts[:2] == ["app", "installations"] and parts[3:] == ["access_tokens"]:
+        if (
+            method == "POST"
+            and parts[:2] == ["app", "installations"]
+            and parts[3:] == ["access_tokens"]
+        ):
             return self._installation_token(gh, parts[2])
         if path == "/user" and self.headers.get("Authorization", "").startswith("Bearer gho_"):
             login = self.headers["Authorization"].removeprefix("Bearer gho_")
@@ -138,12 +152,19 @@ class _Handler(BaseHTTPRequestHandler):
             return 404, {"message": "Not Found"}, {}
         return self._get(gh, parts, query)
 
-    def _get(self, gh: FakeGitHub, parts: list[str], query: dict[str, list[str]]) -> tuple[int, Any, dict[str, str]]:
+    def _get(
+        self, gh: FakeGitHub, parts: list[str], query: dict[str, list[str]]
+    ) -> tuple[int, Any, dict[str, str]]:
         not_found: tuple[int, Any, dict[str, str]] = (404, {"message": "Not Found"}, {})
         if len(parts) == 3 and parts[0] == "repos":
             repo = gh.repos.get(f"{parts[1]}/{parts[2]}")
             return (200, repo, {}) if repo else not_found
-        if len(parts) == 6 and parts[0] == "repos" and parts[3] == "collaborators" and parts[5] == "permission":
+        if (
+            len(parts) == 6
+            and parts[0] == "repos"
+            and parts[3] == "collaborators"
+            and parts[5] == "permission"
+        ):
             name, login = f"{parts[1]}/{parts[2]}", parts[4]
             if name not in gh.repos or login not in gh.users:
                 return not_found
@@ -157,8 +178,12 @@ class _Handler(BaseHTTPRequestHandler):
             uid = gh.users.get(parts[1])
             return (200, {"login": parts[1], "id": uid, "type": "User"}, {}) if uid else not_found
         if len(parts) == 2 and parts[0] == "user" and parts[1].isdigit():
-            login = next((k for k, v in gh.users.items() if v == int(parts[1])), None)
-            return (200, {"login": login, "id": int(parts[1]), "type": "User"}, {}) if login else not_found
+            found = next((k for k, v in gh.users.items() if v == int(parts[1])), None)
+            return (
+                (200, {"login": found, "id": int(parts[1]), "type": "User"}, {})
+                if found
+                else not_found
+            )
         if parts == ["installation", "repositories"]:
             return self._page(gh, query)
         return not_found
@@ -177,10 +202,17 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {"Link": ", ".join(links)} if links else {}
         return 200, {"total_count": len(items), "repositories": chunk}, headers
 
-    def _installation_token(self, gh: FakeGitHub, installation: str) -> tuple[int, Any, dict[str, str]]:
+    def _installation_token(
+        self, gh: FakeGitHub, installation: str
+    ) -> tuple[int, Any, dict[str, str]]:
         token = self.headers.get("Authorization", "").removeprefix("Bearer ")
         try:
-            claims = jwt.decode(token, gh.app_public_key, algorithms=["RS256"], options={"require": ["iat", "exp", "iss"]})
+            claims = jwt.decode(
+                token,
+                gh.app_public_key,
+                algorithms=["RS256"],
+                options={"require": ["iat", "exp", "iss"]},
+            )
         except jwt.PyJWTError:
             return 401, {"message": "A JSON web token could not be decoded"}, {}
         if str(claims["iss"]) != gh.app_id:
@@ -200,7 +232,14 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, {"error": "incorrect_client_credentials"}, {}
         login = gh.oauth_codes.pop(form.get("code", ""), None)
         if login is None:
-            return 200, {"error": "bad_verification_code", "error_description": "The code passed is incorrect or expired."}, {}
+            return (
+                200,
+                {
+                    "error": "bad_verification_code",
+                    "error_description": "The code passed is incorrect or expired.",
+                },
+                {},
+            )
         return 200, {"access_token": f"gho_{login}", "token_type": "bearer", "scope": ""}, {}
 
 

@@ -53,8 +53,13 @@ class FakeLLM:
             await asyncio.sleep(reply.delay)
         if reply.status != 200:
             return web.json_response(
-                {"error": {"message": f"scripted status {reply.status}", "type": "test",
-                           "code": reply.status}},
+                {
+                    "error": {
+                        "message": f"scripted status {reply.status}",
+                        "type": "test",
+                        "code": reply.status,
+                    }
+                },
                 status=reply.status,
             )
         model = body.get("model", "fake")
@@ -83,11 +88,17 @@ class FakeLLM:
             return response
 
     async def _stream(
-        self, request: web.Request, response: web.StreamResponse, reply: Reply, model: str,
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        reply: Reply,
+        model: str,
         created: int,
     ) -> web.StreamResponse:
         await response.prepare(request)
-        pieces = [reply.content[i : i + reply.piece] for i in range(0, len(reply.content), reply.piece)]
+        pieces = [
+            reply.content[i : i + reply.piece] for i in range(0, len(reply.content), reply.piece)
+        ]
         for i, piece in enumerate(pieces):
             delta: dict[str, str] = {"content": piece}
             if i == 0:

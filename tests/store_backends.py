@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -25,6 +26,15 @@ needs_opensearch = [
     ),
 ]
 BACKENDS = ["sqlite", pytest.param("opensearch", marks=needs_opensearch)]
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def opensearch_test(fn: F) -> F:
+    """Mark a test as needing the node named by CODEASK_TEST_OPENSEARCH_URL."""
+    for mark in needs_opensearch:
+        fn = mark(fn)
+    return fn
 
 
 def opensearch_settings(url: str = "", alias: str = "") -> IndexerSettings:

@@ -38,7 +38,10 @@ def test_repository_metadata_and_unknown_repo(server: FakeGitHubServer) -> None:
     info = gh.repository("acme/tools")
     assert info is not None
     assert (info.full_name, info.visibility, info.default_branch, info.archived) == (
-        "acme/tools", "internal", "main", False,
+        "acme/tools",
+        "internal",
+        "main",
+        False,
     )
     assert gh.repository("acme/nope") is None
 
@@ -87,10 +90,14 @@ def test_pagination_follows_link_headers(server: FakeGitHubServer) -> None:
     gh.close()
 
 
-def test_pagination_multiple_pages(server: FakeGitHubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pagination_multiple_pages(
+    server: FakeGitHubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for i in range(250):
         server.fake.add_repo(f"acme/r{i:03}", "private")
-    app = GitHubClient(server.url, app_id="4242", private_key=_rsa_key(server), installation_id="77")
+    app = GitHubClient(
+        server.url, app_id="4242", private_key=_rsa_key(server), installation_id="77"
+    )
     names = [r.full_name for r in app.installation_repositories()]
     assert len(names) == 253 and len(set(names)) == 253
     assert server.fake.calls("/installation/repositories") == 3
@@ -98,15 +105,19 @@ def test_pagination_multiple_pages(server: FakeGitHubServer, monkeypatch: pytest
 
 def _rsa_key(server: FakeGitHubServer) -> str:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    server.fake.app_public_key = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    ).decode()
+    server.fake.app_public_key = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
 
 
-def test_app_auth_mints_installation_token_once_and_renews_near_expiry(server: FakeGitHubServer) -> None:
+def test_app_auth_mints_installation_token_once_and_renews_near_expiry(
+    server: FakeGitHubServer,
+) -> None:
     pem = _rsa_key(server)
     server.fake.token_lifetime = 90
     offset = [0.0]
@@ -184,7 +195,9 @@ def test_secondary_limit_short_retry_after_is_retried_once(server: FakeGitHubSer
     assert slept == [1.0]
 
 
-def test_server_errors_and_unreachable_github_raise_upstream_unavailable(server: FakeGitHubServer) -> None:
+def test_server_errors_and_unreachable_github_raise_upstream_unavailable(
+    server: FakeGitHubServer,
+) -> None:
     server.fake.fail_status = 502
     gh = token_client(server, sleep=lambda s: None)
     with pytest.raises(UpstreamUnavailable, match="HTTP 502"):

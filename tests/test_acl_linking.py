@@ -62,7 +62,10 @@ def test_link_binds_the_chat_user_to_the_numeric_github_id(
     server.fake.oauth_codes["code-1"] = "alice"
     link = linker.complete(state_of(url), "code-1")
     assert (link.platform, link.chat_user_id, link.github_user_id, link.github_login) == (
-        "slack", "T1:UALICE", server.fake.users["alice"], "alice",
+        "slack",
+        "T1:UALICE",
+        server.fake.users["alice"],
+        "alice",
     )
     assert linker.store.identity("slack", "T1:UALICE") is not None
 
@@ -77,7 +80,9 @@ def test_state_is_single_use(linker: OAuthLinker, server: FakeGitHubServer) -> N
     assert linker.store.identity("slack", "T1:UALICE").github_login == "alice"  # type: ignore[union-attr]
 
 
-def test_expired_state_is_refused(linker: OAuthLinker, server: FakeGitHubServer, clock: Clock) -> None:
+def test_expired_state_is_refused(
+    linker: OAuthLinker, server: FakeGitHubServer, clock: Clock
+) -> None:
     state = state_of(linker.start(Principal("slack", "T1:UALICE")))
     clock.now += 601
     server.fake.oauth_codes["code-1"] = "alice"

@@ -121,7 +121,10 @@ def test_organization_member_removed_clears_that_users_cache(
 ) -> None:
     assert "acme/tools" in resolver.allowed_repos(ALICE, DM, REGISTERED).repos
     server.fake.org_members["acme"] = set()
-    payload = {"action": "member_removed", "membership": {"user": {"id": server.fake.users["alice"]}}}
+    payload = {
+        "action": "member_removed",
+        "membership": {"user": {"id": server.fake.users["alice"]}},
+    }
     handle_acl_webhook("organization", payload, store)
     assert "acme/tools" not in resolver.allowed_repos(ALICE, DM, REGISTERED).repos
 
@@ -131,14 +134,23 @@ def test_privatized_repository_stops_being_public_at_once(
 ) -> None:
     stranger = Principal("slack", "T1:USTRANGER")
     assert "acme/site" in resolver.allowed_repos(stranger, DM, REGISTERED).repos
-    handle_acl_webhook("repository", {"action": "privatized", "repository": {"full_name": "acme/site"}}, store)
+    handle_acl_webhook(
+        "repository", {"action": "privatized", "repository": {"full_name": "acme/site"}}, store
+    )
     assert "acme/site" not in resolver.allowed_repos(stranger, DM, REGISTERED).repos
 
 
-def test_deleted_repository_is_readable_by_nobody(resolver: AccessResolver, store: AclStore) -> None:
-    handle_acl_webhook("repository", {"action": "deleted", "repository": {"full_name": "acme/api"}}, store)
+def test_deleted_repository_is_readable_by_nobody(
+    resolver: AccessResolver, store: AclStore
+) -> None:
+    handle_acl_webhook(
+        "repository", {"action": "deleted", "repository": {"full_name": "acme/api"}}, store
+    )
     assert "acme/api" not in resolver.allowed_repos(ALICE, DM, REGISTERED).repos
-    assert "acme/api" not in resolver.allowed_repos(Principal.operator(), Place("cli"), REGISTERED).repos
+    assert (
+        "acme/api"
+        not in resolver.allowed_repos(Principal.operator(), Place("cli"), REGISTERED).repos
+    )
 
 
 def test_github_down_denies_private_answers_public_and_says_why(
@@ -159,7 +171,9 @@ def test_github_unreachable_fails_closed(store: AclStore) -> None:
     assert access.repos == {"acme/site"} and access.reason == REASON_GITHUB_DOWN
 
 
-def test_rate_limited_github_fails_closed(resolver: AccessResolver, server: FakeGitHubServer) -> None:
+def test_rate_limited_github_fails_closed(
+    resolver: AccessResolver, server: FakeGitHubServer
+) -> None:
     server.fake.secondary_limit = 120
     access = resolver.allowed_repos(ALICE, DM, REGISTERED)
     assert access.repos == {"acme/site"} and access.degraded
@@ -173,7 +187,9 @@ def test_channel_answer_never_uses_private_repos(resolver: AccessResolver) -> No
         assert repo not in access.reason
 
 
-def test_channel_uses_repos_an_admin_granted_to_it(resolver: AccessResolver, store: AclStore) -> None:
+def test_channel_uses_repos_an_admin_granted_to_it(
+    resolver: AccessResolver, store: AclStore
+) -> None:
     store.grant("slack", "CBILLING", "acme/billing", granted_by="admin")
     store.grant("slack", "CBILLING", "acme/unindexed")
     billing = Place("channel", "CBILLING")
@@ -182,8 +198,12 @@ def test_channel_uses_repos_an_admin_granted_to_it(resolver: AccessResolver, sto
     assert not resolver.allowed_repos(BOB, billing, REGISTERED).withheld
     assert resolver.allowed_repos(ALICE, billing, REGISTERED).withheld
     # A grant is per platform and channel.
-    assert resolver.allowed_repos(BOB, Place("channel", "COTHER"), REGISTERED).repos == {"acme/site"}
-    assert resolver.allowed_repos(Principal("teams", "x"), billing, REGISTERED).repos == {"acme/site"}
+    assert resolver.allowed_repos(BOB, Place("channel", "COTHER"), REGISTERED).repos == {
+        "acme/site"
+    }
+    assert resolver.allowed_repos(Principal("teams", "x"), billing, REGISTERED).repos == {
+        "acme/site"
+    }
 
 
 def test_cli_operator_reads_everything_indexed(resolver: AccessResolver) -> None:

@@ -51,7 +51,9 @@ def test_forged_signature_is_rejected_and_changes_nothing(store: AclStore) -> No
 def test_without_a_configured_secret_every_webhook_is_refused(store: AclStore) -> None:
     body = b"{}"
     with pytest.raises(ConfigError):
-        process_webhook("", {"X-Hub-Signature-256": sign(body, ""), "X-GitHub-Event": "ping"}, body, store)
+        process_webhook(
+            "", {"X-Hub-Signature-256": sign(body, ""), "X-GitHub-Event": "ping"}, body, store
+        )
 
 
 def test_signed_member_event_clears_the_repo_for_everyone(store: AclStore) -> None:
@@ -68,7 +70,9 @@ def test_signed_member_event_clears_the_repo_for_everyone(store: AclStore) -> No
 def test_malformed_body_is_invalid_input(store: AclStore) -> None:
     body = b"not json"
     with pytest.raises(InvalidInput):
-        process_webhook(SECRET, {"X-GitHub-Event": "member", "X-Hub-Signature-256": sign(body)}, body, store)
+        process_webhook(
+            SECRET, {"X-GitHub-Event": "member", "X-Hub-Signature-256": sign(body)}, body, store
+        )
 
 
 @pytest.mark.parametrize(
@@ -77,9 +81,17 @@ def test_malformed_body_is_invalid_input(store: AclStore) -> None:
         ("membership", {"action": "removed", "member": {"id": 2}, "team": {"slug": "core"}}, {}),
         ("organization", {"action": "member_removed", "membership": {"user": {"id": 2}}}, {}),
         ("team_add", {"repository": {"full_name": "acme/web"}}, {"acme/api": True}),
-        ("team", {"action": "removed_from_repository", "repository": {"full_name": "acme/web"}}, {"acme/api": True}),
+        (
+            "team",
+            {"action": "removed_from_repository", "repository": {"full_name": "acme/web"}},
+            {"acme/api": True},
+        ),
         ("installation", {"action": "suspend"}, {}),
-        ("repository", {"action": "transferred", "repository": {"full_name": "acme/api"}}, {"acme/web": False}),
+        (
+            "repository",
+            {"action": "transferred", "repository": {"full_name": "acme/api"}},
+            {"acme/web": False},
+        ),
     ],
 )
 def test_access_changing_events_clear_the_cache(

@@ -37,7 +37,12 @@ def spans(name: str) -> list[tuple[int, int, str]]:
         ),
         (
             "bucket.go",
-            [(1, 3, "<module>"), (5, 9, "TokenBucket"), (11, 18, "TokenBucket.Allow"), (20, 22, "New")],
+            [
+                (1, 3, "<module>"),
+                (5, 9, "TokenBucket"),
+                (11, 18, "TokenBucket.Allow"),
+                (20, 22, "New"),
+            ],
         ),
         ("RetryService.java", [(1, 3, "<module>"), (5, 20, "RetryService")]),
         ("point.rs", [(1, 1, "<module>"), (3, 7, "Point"), (9, 13, "Point"), (15, 17, "distance")]),
@@ -50,18 +55,30 @@ def spans(name: str) -> list[tuple[int, int, str]]:
         ("cache.swift", [(1, 1, "<module>"), (3, 7, "Cache"), (9, 11, "makeCache")]),
         ("counter.dart", [(1, 1, "<module>"), (3, 5, "add"), (7, 13, "Counter")]),
         ("App.tsx", [(1, 1, "<module>"), (3, 5, "Props"), (7, 9, "Greeting"), (11, 15, "App")]),
-        ("README.md", [(1, 3, "README > Project"), (5, 11, "README > Install"), (13, 15, "README > Usage")]),
+        (
+            "README.md",
+            [(1, 3, "README > Project"), (5, 11, "README > Install"), (13, 15, "README > Usage")],
+        ),
     ],
 )
-def test_small_files_chunk_along_definitions(name: str, expected: list[tuple[int, int, str]]) -> None:
+def test_small_files_chunk_along_definitions(
+    name: str, expected: list[tuple[int, int, str]]
+) -> None:
     assert spans(name) == expected
 
 
 def _python_class(methods: int) -> str:
     body = []
     for i in range(methods):
-        body += [f"    def method_{i}(self, value):", f'        """Doc {i}."""', f"        return value + {i}", ""]
-    return "\n".join(["import os", "", "", "@dataclass", "class Big(Base):", '    """A big class."""', "", *body])
+        body += [
+            f"    def method_{i}(self, value):",
+            f'        """Doc {i}."""',
+            f"        return value + {i}",
+            "",
+        ]
+    return "\n".join(
+        ["import os", "", "", "@dataclass", "class Big(Base):", '    """A big class."""', "", *body]
+    )
 
 
 def test_large_python_class_is_chunked_by_method_with_decorators_and_header() -> None:
@@ -79,7 +96,9 @@ def test_large_python_class_is_chunked_by_method_with_decorators_and_header() ->
 
 
 def test_decorated_function_keeps_decorator_and_comment() -> None:
-    src = "import x\n\n\n# Retries the call.\n@retry(3)\n@log\ndef fetch(url):\n    return get(url)\n"
+    src = (
+        "import x\n\n\n# Retries the call.\n@retry(3)\n@log\ndef fetch(url):\n    return get(url)\n"
+    )
     (chunk,) = [c for c in chunk_file("f.py", "python", src.encode()) if c.symbol == "fetch"]
     assert (chunk.start_line, chunk.end_line) == (4, 8)
 
@@ -102,7 +121,11 @@ def test_config_files_split_by_top_level_key() -> None:
     symbols = [c.symbol for c in chunks]
     assert "package.json > scripts" in symbols
     assert "package.json > dependencies" in symbols
-    yaml_src = "\n".join(["name: ci", "on:", "  push: {}"] + ["jobs:"] + [f"  job{i}:\n    runs-on: x" for i in range(40)])
+    yaml_src = "\n".join(
+        ["name: ci", "on:", "  push: {}"]
+        + ["jobs:"]
+        + [f"  job{i}:\n    runs-on: x" for i in range(40)]
+    )
     ychunks = chunk_file("ci.yml", "yaml", yaml_src.encode())
     assert any(c.symbol == "ci.yml > jobs" for c in ychunks)
 
@@ -146,7 +169,9 @@ _LANG_SAMPLES = {
 @settings(max_examples=150, deadline=None)
 @given(
     language=st.sampled_from(sorted(_LANG_SAMPLES)),
-    noise=st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40), max_size=60),
+    noise=st.lists(
+        st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40), max_size=60
+    ),
     cut=st.integers(min_value=0, max_value=200),
 )
 def test_chunk_text_is_exactly_its_line_range(language: str, noise: list[str], cut: int) -> None:

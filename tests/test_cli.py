@@ -24,7 +24,9 @@ def run(args: list[str], data_dir: Path, **env: str) -> subprocess.CompletedProc
     )
 
 
-def test_index_search_ask_end_to_end(make_repo: Callable[[dict[str, str]], Path], tmp_path: Path) -> None:
+def test_index_search_ask_end_to_end(
+    make_repo: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
     root = make_repo(SHOP)
     data = tmp_path / "data"
     indexed = run(["index", str(root), "--repo", "acme/shop"], data)

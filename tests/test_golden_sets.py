@@ -40,7 +40,12 @@ from eval import corpora as corpora_mod  # noqa: E402
 GOLDEN_DIR = REPO_ROOT / "eval" / "golden"
 KINDS = {"identifier", "concept", "multihop", "config"}
 MIN_QUESTIONS = 20
-CORPUS_BY_GOLDEN = {c.golden: c for c in corpora_mod.CORPORA}
+# This project's own set is answered from this checkout (eval/goldens.py: SELF_REPO).
+SELF_CORPUS = corpora_mod.Corpus(
+    repo="codeask/codeask", ecosystem="self", package="codeask", version="working tree",
+    url="", sha256="", archive="", root=".", strip=None, golden="codeask",
+)  # fmt: skip
+CORPUS_BY_GOLDEN = {c.golden: c for c in (*corpora_mod.CORPORA, SELF_CORPUS)}
 
 # --------------------------------------------------------------------------
 # fixtures
@@ -50,7 +55,8 @@ CORPUS_BY_GOLDEN = {c.golden: c for c in corpora_mod.CORPORA}
 @pytest.fixture(scope="session")
 def corpus_roots() -> dict[str, Path]:
     try:
-        return corpora_mod.ensure_corpora(corpora_mod.DEFAULT_DEST)
+        roots = corpora_mod.ensure_corpora(corpora_mod.DEFAULT_DEST)
+        return {**roots, SELF_CORPUS.repo: REPO_ROOT}
     except corpora_mod.DownloadError as exc:  # only a network failure skips
         pytest.skip(f"corpora could not be downloaded (no network?): {exc}")
 

@@ -79,7 +79,9 @@ def test_search_finds_identifier_and_concept(
     repos = frozenset({"acme/shop"})
     top = searcher.search("TokenBucket", repos, k=3)[0].chunk
     assert top.path == "shop/limits.py"
-    concept = searcher.search("how do we throttle requests so clients can't go too fast?", repos, k=3)
+    concept = searcher.search(
+        "how do we throttle requests so clients can't go too fast?", repos, k=3
+    )
     assert concept[0].chunk.path == "shop/limits.py"
     email = searcher.search("where is the confirmation email sent to the buyer", repos, k=3)
     assert email[0].chunk.symbol == "send_receipt"
@@ -128,7 +130,9 @@ def test_unchanged_function_is_not_embedded_twice(
     root = make_repo(SHOP)
     index_repository(root, "acme/shop", store, embedder, cache)
     # Append a function: the file's other chunks keep their embedded text.
-    (root / "shop/mail.py").write_text(SHOP["shop/mail.py"] + "\n\ndef unsubscribe(customer):\n    customer.opted_out = True\n")
+    (root / "shop/mail.py").write_text(
+        SHOP["shop/mail.py"] + "\n\ndef unsubscribe(customer):\n    customer.opted_out = True\n"
+    )
     report = index_repository(root, "acme/shop", store, embedder, cache)
     assert report.changed_files == 1
     assert report.embedded == 1
@@ -161,7 +165,10 @@ def test_crash_while_writing_keeps_previous_state(
     after = store.repo_state("acme/shop")
     assert after == before  # not marked at the new commit
     searcher = Searcher(store, embedder)
-    assert searcher.search("TokenBucket", frozenset({"acme/shop"}), k=1)[0].chunk.path == "shop/limits.py"
+    assert (
+        searcher.search("TokenBucket", frozenset({"acme/shop"}), k=1)[0].chunk.path
+        == "shop/limits.py"
+    )
 
     monkeypatch.setattr("indexer.sqlite_store.fts_document", real_fts)
     report = index_repository(root, "acme/shop", store, embedder, cache)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, SQLModel
 
 from indexer import jobs
 from indexer.errors import InvalidInput
@@ -43,8 +43,16 @@ TABLES = (Job, IndexRun, Repo, WebhookDelivery, RegistryEvent, AdminAction)
 def _clean(engine: Engine) -> None:
     with Session(engine) as s:
         for table in TABLES:
-            s.exec(delete(table))  # type: ignore[call-overload]
+            s.exec(delete(table))
         s.commit()
+
+
+def fresh_engine(url: str) -> Engine:
+    """An engine on ``url`` whose registry tables were just (re)created, empty."""
+    engine = open_engine(url)
+    SQLModel.metadata.drop_all(engine, tables=[t.__table__ for t in TABLES])  # type: ignore[attr-defined]
+    SQLModel.metadata.create_all(engine)
+    return engine
 
 
 @pytest.fixture(
@@ -61,8 +69,7 @@ def _clean(engine: Engine) -> None:
 )
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     url = f"sqlite:///{tmp_path / 'meta.db'}" if request.param == "sqlite" else PG_URL
-    eng = open_engine(url)
-    _clean(eng)
+    eng = fresh_engine(url)
     yield eng
     _clean(eng)
     eng.dispose()
@@ -77,10 +84,12 @@ def test_repo_names_are_validated() -> None:
 
 def test_registry_round_trips_a_repo(engine: Engine) -> None:
     registry = Registry(engine)
-    registry.save(Repo(full_name="acme/api", github_id=7, visibility="internal", include_globs="src/**"))
+    registry.save(
+        Repo(full_name="acme/api", github_id=7, visibility="internal", include_globs="src/**")
+    )
     repo = registry.get("acme/api")
     assert repo is not None and repo.github_id == 7 and repo.globs() == (["src/**"], [])
-    assert [r.full_name for r in registry.list()] == ["acme/api"]
+    assert [r.full_name for r in registry.all()] == ["acme/api"]
     registry.delete("acme/api")
     assert registry.get("acme/api") is None
 

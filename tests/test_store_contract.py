@@ -88,10 +88,19 @@ def test_knn_ranks_the_nearest_vector_first(store: SearchBackend) -> None:
 def test_replacing_a_file_removes_its_old_chunks(store: SearchBackend) -> None:
     _load(store)
     new_conn = chunk(
-        "acme/web", "src/db/conn.py", 1, "class PooledConnection:\n    pass", "PooledConnection", "b2"
+        "acme/web",
+        "src/db/conn.py",
+        1,
+        "class PooledConnection:\n    pass",
+        "PooledConnection",
+        "b2",
     )
     store.apply_changes(
-        "acme/web", ["src/db/conn.py"], [new_conn], random_vectors(1, DIM, 1), state("acme/web", "c2")
+        "acme/web",
+        ["src/db/conn.py"],
+        [new_conn],
+        random_vectors(1, DIM, 1),
+        state("acme/web", "c2"),
     )
     assert store.file_blobs("acme/web") == {"src/http/parser.py": "b1", "src/db/conn.py": "b2"}
     found = _ids(store, "retry_with_backoff DatabaseConnection", {"acme/web"}, lists=("bm25",))
@@ -103,7 +112,9 @@ def test_replacing_a_file_removes_its_old_chunks(store: SearchBackend) -> None:
 
 def test_chunks_of_a_rewritten_path_are_replaced_even_if_not_listed(store: SearchBackend) -> None:
     _load(store)
-    again = chunk("acme/web", "src/http/parser.py", 1, "def parse_body(raw): ...", "parse_body", "b3")
+    again = chunk(
+        "acme/web", "src/http/parser.py", 1, "def parse_body(raw): ...", "parse_body", "b3"
+    )
     store.apply_changes("acme/web", [], [again], random_vectors(1, DIM, 2), state("acme/web", "c3"))
     assert store.file_blobs("acme/web")["src/http/parser.py"] == "b3"
     assert PARSER.id not in _ids(store, "parseHTTPRequest", {"acme/web"}, lists=("bm25",))
@@ -132,7 +143,9 @@ def test_delete_repo_leaves_other_repos_alone(store: SearchBackend) -> None:
 
 
 @pytest.mark.parametrize("lists", [("bm25",), ("knn",), ("bm25", "knn")])
-def test_repo_filter_is_respected_by_every_list(store: SearchBackend, lists: tuple[str, ...]) -> None:
+def test_repo_filter_is_respected_by_every_list(
+    store: SearchBackend, lists: tuple[str, ...]
+) -> None:
     vectors = _load(store)
     twins = [
         chunk("acme/secret", c.path, c.start_line, c.text, c.symbol) for c in (PARSER, CONN, RETRY)
@@ -181,7 +194,11 @@ def test_mismatched_vectors_change_nothing(store: SearchBackend) -> None:
     _load(store)
     with pytest.raises(ValueError):
         store.apply_changes(
-            "acme/web", ["src/db/conn.py"], [PARSER], random_vectors(2, DIM), state("acme/web", "c9")
+            "acme/web",
+            ["src/db/conn.py"],
+            [PARSER],
+            random_vectors(2, DIM),
+            state("acme/web", "c9"),
         )
     current = store.repo_state("acme/web")
     assert current is not None and current.commit == "c1"

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from indexer.walking import SourceFile, Skipped, git_blob_sha, walk_repository
+from indexer.walking import Skipped, SourceFile, git_blob_sha, walk_repository
 from tests.conftest import git
 
 
@@ -68,7 +68,9 @@ def test_blob_sha_matches_git() -> None:
     assert git_blob_sha(b"") == "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
 
-def test_git_repo_ignores_gitignored_untracked_files(make_repo: Callable[[dict[str, str]], Path]) -> None:
+def test_git_repo_ignores_gitignored_untracked_files(
+    make_repo: Callable[[dict[str, str]], Path],
+) -> None:
     root = make_repo({".gitignore": "*.log.py\n", "a.py": "x = 1\n"})
     (root / "debug.log.py").write_text("y = 2\n")
     (root / "new.py").write_text("z = 3\n")

@@ -1,0 +1,451 @@
+"""The Slack adapter: slack-bolt's ``AsyncApp`` on the ``codeask serve`` aiohttp server.
+
+Thin by design: Slack events become a :class:`bot.asking.Question` or a command line for
+:mod:`bot.commands`; answers are rendered by :mod:`bot.slack_render`. Bolt verifies each
+request's signature and timestamp and acknowledges within Slack's 3 seconds; listeners
+then run in the background. Slack redelivers an event it thinks we missed, so event ids
+are claimed once in the metadata database (shared by every replica).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from acl.permissions import Place, Principal
+from bot.answer import Source
+from bot.asking import Asker, History, Question
+from bot.commands import CommandResult, Commands, Invoker, is_admin
+from bot.feedback import record_feedback
+from bot.github_events import claim_delivery
+from bot.server import SERVICES, Mount
+from bot.services import Services
+from bot.slack_home import gather_home, home_view
+from bot.slack_render import (
+    ACTION_HELPFUL,
+    ACTION_PRIVATE,
+    ACTION_SOURCES,
+    ACTION_WRONG,
+    SEARCHING_TEXT,
+    WRITING_TEXT,
+    SlackMessage,
+    answer_messages,
+    source_details,
+    text_message,
+)
+from bot.slack_stream import StreamingReply, call_slack
+from indexer.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+COMMAND = "/codeask"
+HISTORY_TURNS = 4
+DM_HISTORY_SECONDS = 15 * 60
+REMEMBERED_ANSWERS = 1000
+FAILURE_TEXT = (
+    "Sorry, something went wrong and I could not answer; the error was logged (reference {id})."
+)
+EMPTY_QUESTION_TEXT = (
+    "Ask me a question about the code, e.g. `@codeask where is the retry policy configured?`"
+)
+_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+
+
+def slack_mount(asker: Asker | None = None) -> Mount:
+    """A mount for ``bot.server.create_app``; ``asker`` defaults to one over the services."""
+
+    def mount(app: web.Application) -> None:
+        services = app[SERVICES]
+        settings = services.bot
+        if settings.slack_socket_mode:
+            bot = SlackBot(services, asker or Asker(services))
+            _run_socket_mode(app, bot)
+            return
+        if not (settings.slack_bot_token and settings.slack_signing_secret):
+            app.router.add_post(EVENTS_PATH, _not_configured)
+            return
+        bot = SlackBot(services, asker or Asker(services))
+        app.router.add_post(EVENTS_PATH, bot.handle)
+
+    return mount
+
+
+mount_slack: Mount = slack_mount()
+
+
+async def _not_configured(request: web.Request) -> web.Response:
+    return web.json_response(
+        {
+            "error": "Slack is not configured: set CODEASK_SLACK_BOT_TOKEN and "
+            "CODEASK_SLACK_SIGNING_SECRET."
+        },
+        status=503,
+    )
+
+
+def _run_socket_mode(app: web.Application, bot: SlackBot) -> None:
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+    if not (bot.services.bot.slack_app_token and bot.services.bot.slack_bot_token):
+        raise ConfigError(
+            "Socket Mode needs CODEASK_SLACK_APP_TOKEN (xapp-…) and CODEASK_SLACK_BOT_TOKEN."
+        )
+    handler = AsyncSocketModeHandler(bot.app, bot.services.bot.slack_app_token)
+
+    async def connect(_: web.Application) -> None:
+        await handler.connect_async()
+
+    async def close(_: web.Application) -> None:
+        await handler.close_async()
+
+    app.on_startup.append(connect)
+    app.on_cleanup.append(close)
+
+
+def strip_mentions(text: str) -> str:
+    return " ".join(_MENTION.sub(" ", text).split())
+
+
+def turns_from_messages(
+    messages: list[dict[str, Any]], bot_user_id: str, before_ts: str
+) -> History:
+    """(question, answer) pairs from Slack messages (oldest first) written before ``before_ts``.
+
+    A user message followed by a bot message is one turn; placeholders are skipped.
+    """
+    turns: list[tuple[str, str]] = []
+    pending: str | None = None
+    for m in messages:
+        if float(m.get("ts", "0")) >= float(before_ts):
+            break
+        text = m.get("text") or ""
+        from_bot = bool(m.get("bot_id")) or (bool(bot_user_id) and m.get("user") == bot_user_id)
+        if from_bot:
+            if pending is not None and text not in (SEARCHING_TEXT, WRITING_TEXT):
+                turns.append((pending, text))
+                pending = None
+        elif m.get("subtype") is None:
+            pending = strip_mentions(text) or None
+    return tuple(turns[-HISTORY_TURNS:])
+
+
+class SlackBot:
+    """The bolt app and its listeners; one per process."""
+
+    def __init__(self, services: Services, asker: Asker) -> None:
+        self.services = services
+        self.asker = asker
+        settings = services.bot
+        self.client = AsyncWebClient(
+            token=settings.slack_bot_token, base_url=settings.slack_api_url
+        )
+        self.app = AsyncApp(
+            client=self.client,
+            signing_secret=settings.slack_signing_secret or None,
+            # Listeners post their own failure messages; bolt must not retry or swallow.
+            raise_error_for_unhandled_request=False,
+        )
+        self._answers: OrderedDict[str, list[Source]] = OrderedDict()
+        self.app.middleware(self._drop_redeliveries)
+        self.app.event("app_mention")(self._on_mention)
+        self.app.event("message")(self._on_message)
+        self.app.event("app_home_opened")(self._on_home)
+        self.app.command(COMMAND)(self._on_command)
+        self.app.action(ACTION_HELPFUL)(self._on_feedback)
+        self.app.action(ACTION_WRONG)(self._on_feedback)
+        self.app.action(ACTION_SOURCES)(self._on_sources)
+        self.app.action(ACTION_PRIVATE)(self._on_private)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        """``POST /slack/events``: events, slash commands and interactions."""
+        bolt_response = await self.app.async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(bolt_response)
+
+    # --- middleware ----------------------------------------------------------------
+
+    async def _drop_redeliveries(
+        self, body: dict[str, Any], next: Callable[[], Awaitable[None]]
+    ) -> BoltResponse | None:
+        event_id = body.get("event_id") if isinstance(body, dict) else None
+        if event_id:
+            engine = self.services.engine
+            first = await asyncio.to_thread(claim_delivery, engine, f"slack:{event_id}", "slack")
+            if not first:
+                log.info("Slack redelivered %s; already handled", event_id)
+                return BoltResponse(status=200, body="")
+        await next()
+        return None
+
+    # --- asking --------------------------------------------------------------------
+
+    async def _on_mention(self, event: dict[str, Any], context: Any) -> None:
+        channel = event["channel"]
+        thread_ts = event.get("thread_ts") or event["ts"]
+        place = Place("dm") if channel.startswith("D") else Place("channel", channel)
+        history: History = ()
+        if event.get("thread_ts"):
+            history = await self._thread_turns(channel, event["thread_ts"], event["ts"], context)
+        await self._ask(context, event, channel, thread_ts, place, history)
+
+    async def _on_message(self, event: dict[str, Any], context: Any) -> None:
+        if event.get("channel_type") != "im" or event.get("subtype") or event.get("bot_id"):
+            return  # channel messages arrive as app_mention; edits and bot posts are not questions
+        channel = event["channel"]
+        thread_ts = event.get("thread_ts")
+        if thread_ts:
+            history = await self._thread_turns(channel, thread_ts, event["ts"], context)
+        else:
+            history = await self._dm_turns(channel, event["ts"], context)
+        await self._ask(context, event, channel, thread_ts, Place("dm"), history)
+
+    async def _ask(
+        self,
+        context: Any,
+        event: dict[str, Any],
+        channel: str,
+        thread_ts: str | None,
+        place: Place,
+        history: History,
+    ) -> None:
+        text = strip_mentions(event.get("text") or "")
+        if not text:
+            await self._say(channel, thread_ts, text_message(EMPTY_QUESTION_TEXT))
+            return
+        principal = Principal("slack", f"{context.team_id}:{event['user']}")
+        await self.answer(Question(principal, place, text, history), channel, thread_ts)
+
+    async def answer(self, question: Question, channel: str, thread_ts: str | None) -> None:
+        """Placeholder now, streamed edits, then the final answer; a message even on failure."""
+        reply = StreamingReply(
+            self.client, channel, thread_ts, self.services.bot.slack_update_seconds
+        )
+        try:
+            await reply.start()
+            answer = await self.asker.ask(question, on_token=reply.feed)
+            self._remember(question.id, answer.sources)
+            await reply.finish(
+                answer_messages(answer, question.id, self.services.bot.github_web_url)
+            )
+        except Exception:
+            log.exception("question %s: could not deliver the answer", question.id)
+            failure = text_message(FAILURE_TEXT.format(id=question.id))
+            try:
+                await reply.finish([failure])
+            except Exception:
+                log.exception("question %s: could not deliver the failure notice", question.id)
+
+    async def _thread_turns(
+        self, channel: str, thread_ts: str, before: str, context: Any
+    ) -> History:
+        try:
+            response = await self.client.conversations_replies(
+                channel=channel, ts=thread_ts, limit=50
+            )
+        except SlackApiError as exc:
+            log.warning("thread history unavailable: %s", exc.response.get("error"))
+            return ()
+        return turns_from_messages(
+            list(response.get("messages") or []), context.bot_user_id or "", before
+        )
+
+    async def _dm_turns(self, channel: str, before: str, context: Any) -> History:
+        oldest = f"{max(float(before) - DM_HISTORY_SECONDS, 0):.6f}"
+        try:
+            response = await self.client.conversations_history(
+                channel=channel, latest=before, oldest=oldest, limit=2 * HISTORY_TURNS + 2
+            )
+        except SlackApiError as exc:
+            log.warning("DM history unavailable: %s", exc.response.get("error"))
+            return ()
+        messages = sorted(response.get("messages") or [], key=lambda m: float(m.get("ts", "0")))
+        return turns_from_messages(messages, context.bot_user_id or "", before)
+
+    def _remember(self, question_id: str, sources: list[Source]) -> None:
+        self._answers[question_id] = sources
+        while len(self._answers) > REMEMBERED_ANSWERS:
+            self._answers.popitem(last=False)
+
+    async def _say(self, channel: str, thread_ts: str | None, message: SlackMessage) -> None:
+        await call_slack(
+            self.client.chat_postMessage,
+            channel=channel,
+            thread_ts=thread_ts,
+            text=message.text,
+            blocks=message.blocks,
+        )
+
+    # --- the slash command ------------------------------------------------------------
+
+    async def _on_command(
+        self, ack: Any, command: dict[str, Any], respond: Any, client: AsyncWebClient
+    ) -> None:
+        text = (command.get("text") or "").strip()
+        head, _, rest = text.partition(" ")
+        team, user, channel = command["team_id"], command["user_id"], command["channel_id"]
+        if head.lower() == "ask":
+            await self._ask_ephemeral(ack, respond, team, user, channel, rest.strip())
+            return
+        await ack()
+        invoker = Invoker("slack", f"{team}:{user}", None if channel.startswith("D") else channel)
+        try:
+            commands = await self._commands(client, invoker, user)
+            result = await asyncio.to_thread(commands.run, invoker, text)
+        except Exception:
+            log.exception("/codeask %r failed", head)
+            result = CommandResult(
+                ["Something went wrong running that command; the error was logged."], error=True
+            )
+        message = text_message(result.text, code=head.lower() in ("", "help") and not result.error)
+        await respond(
+            text=message.text,
+            blocks=message.blocks,
+            response_type="ephemeral" if result.ephemeral or result.error else "in_channel",
+        )
+
+    async def _ask_ephemeral(
+        self, ack: Any, respond: Any, team: str, user: str, channel: str, text: str
+    ) -> None:
+        if not text:
+            await ack(text="Usage: `/codeask ask <question>`")
+            return
+        await ack(response_type="ephemeral", text=f":mag: {SEARCHING_TEXT}")
+        # Conservative: an ephemeral reply in a channel follows the channel's policy too.
+        place = Place("dm") if channel.startswith("D") else Place("channel", channel)
+        question = Question(Principal("slack", f"{team}:{user}"), place, text)
+        try:
+            answer = await self.asker.ask(question)
+            self._remember(question.id, answer.sources)
+            messages = answer_messages(answer, question.id, self.services.bot.github_web_url)
+        except Exception:
+            log.exception("question %s failed", question.id)
+            messages = [text_message(FAILURE_TEXT.format(id=question.id))]
+        first, *rest = messages
+        await respond(
+            text=first.text, blocks=first.blocks, response_type="ephemeral", replace_original=True
+        )
+        for message in rest:
+            await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
+
+    async def _commands(self, client: AsyncWebClient, invoker: Invoker, user: str) -> Commands:
+        ctx = self.services.command_context()
+        if await self._is_slack_admin(client, invoker, user):
+            ctx = dataclasses.replace(ctx, admins=ctx.admins | {invoker.qualified_id})
+        return Commands(ctx)
+
+    async def _is_slack_admin(self, client: AsyncWebClient, invoker: Invoker, user: str) -> bool:
+        settings = self.services.bot
+        ids = {u.strip() for u in settings.slack_admins.split(",") if u.strip()}
+        if user in ids:
+            return True
+        if not settings.slack_workspace_admins:
+            return False
+        try:
+            info = await client.users_info(user=user)
+        except SlackApiError as exc:
+            log.warning("users.info failed: %s; not treating as admin", exc.response.get("error"))
+            return False
+        profile = info.get("user") or {}
+        return bool(profile.get("is_admin") or profile.get("is_owner"))
+
+    # --- interactions -----------------------------------------------------------------
+
+    async def _on_feedback(self, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        verdict = "helpful" if action["action_id"] == ACTION_HELPFUL else "wrong"
+        user = _action_user(body)
+        await asyncio.to_thread(
+            record_feedback, self.services.engine, action["value"], "slack", user, verdict
+        )
+        thanks = (
+            "Thanks, noted as helpful."
+            if verdict == "helpful"
+            else "Thanks, noted as wrong; it helps us improve."
+        )
+        await self._ephemeral(body, thanks)
+
+    async def _on_sources(self, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        sources = self._answers.get(action["value"])
+        if sources is None:
+            await self._ephemeral(body, "These sources are no longer available; please ask again.")
+            return
+        details = source_details(sources, self.services.bot.github_web_url)
+        await self._ephemeral(body, details.text, details.blocks)
+
+    async def _on_private(self, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """Answer the same question again in the clicker's DM, with their own access."""
+        await ack()
+        text = await asyncio.to_thread(self.asker.question_text, action["value"])
+        if not text:
+            await self._ephemeral(body, "I no longer have that question; please ask me in a DM.")
+            return
+        principal = Principal("slack", f"{_action_team(body)}:{body['user']['id']}")
+        # chat.postMessage to a user id opens (or reuses) the app's DM with them.
+        await self.answer(Question(principal, Place("dm"), text), body["user"]["id"], None)
+
+    async def _ephemeral(
+        self, body: dict[str, Any], text: str, blocks: list[Any] | None = None
+    ) -> None:
+        channel = (body.get("channel") or {}).get("id")
+        message = body.get("message") or body.get("container") or {}
+        thread_ts = message.get("thread_ts")
+        if not channel:
+            return
+        try:
+            await call_slack(
+                self.client.chat_postEphemeral,
+                channel=channel,
+                user=body["user"]["id"],
+                text=text,
+                blocks=blocks,
+                thread_ts=thread_ts,
+            )
+        except SlackApiError as exc:
+            log.warning("ephemeral reply failed: %s", exc.response.get("error"))
+
+    # --- App Home ---------------------------------------------------------------------
+
+    async def _on_home(self, event: dict[str, Any], context: Any, client: AsyncWebClient) -> None:
+        if event.get("tab", "home") != "home":
+            return
+        user = event["user"]
+        invoker = Invoker("slack", f"{context.team_id}:{user}")
+        admin = is_admin(
+            invoker, self.services.command_context().admins
+        ) or await self._is_slack_admin(client, invoker, user)
+        principal = Principal("slack", invoker.user_id)
+        try:
+            data = await asyncio.to_thread(gather_home, self.asker, principal, admin)
+            view = home_view(data)
+        except Exception:
+            log.exception("App Home for %s failed", invoker.qualified_id)
+            view = {
+                "type": "home",
+                "blocks": [
+                    text_message(
+                        "codeask could not load your details right now; try again later."
+                    ).blocks[0]
+                ],
+            }
+        await call_slack(client.views_publish, user_id=user, view=view)
+
+
+def _action_user(body: dict[str, Any]) -> str:
+    return f"{_action_team(body)}:{body['user']['id']}"
+
+
+def _action_team(body: dict[str, Any]) -> str:
+    return str((body.get("team") or {}).get("id") or body["user"].get("team_id") or "")

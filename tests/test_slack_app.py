@@ -1,0 +1,254 @@
+"""The Slack app end to end: real bolt over HTTP, signed Slack payloads, local Slack,
+GitHub and LLM servers, a real index of two tiny repositories."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from acl.permissions import REASON_CHANNEL, REASON_GITHUB_DOWN
+from bot.feedback import feedback_for
+from bot.slack_render import ACTION_HELPFUL, ACTION_PRIVATE, ACTION_SOURCES, SEARCHING_TEXT
+from tests import slack_world
+from tests.fake_llm import Reply
+from tests.fake_slack import Call
+from tests.slack_world import (
+    PRIVATE_PATH,
+    PRIVATE_REPO,
+    PRIVATE_SYMBOL,
+    PUBLIC_REPO,
+    World,
+    block_action,
+    direct_message,
+    mention,
+    sign,
+)
+
+indexed = slack_world.indexed_fixture
+world = slack_world.world_fixture
+PRIVATE_QUESTION = "how do we rotate the master encryption key?"
+
+
+def _final(call: Call) -> bool:
+    """The finished answer: a message carrying the feedback buttons."""
+    blocks = call.args.get("blocks") or []
+    return call.method in ("chat.update", "chat.postMessage", "response_url") and any(
+        b.get("type") == "actions" and b.get("block_id", "").startswith("codeask_answer:")
+        for b in blocks
+    )
+
+
+def _text(call: Call) -> str:
+    return json.dumps(call.args.get("blocks") or []) + str(call.args.get("text", ""))
+
+
+def _question_id(call: Call) -> str:
+    block = next(
+        b for b in call.args["blocks"] if b.get("block_id", "").startswith("codeask_answer:")
+    )
+    return str(block["block_id"].split(":", 1)[1])
+
+
+async def test_mention_is_answered_in_its_thread_with_citation_links(world: World) -> None:
+    response = await world.post_event(
+        mention("how does retry with backoff work?", "1700.000100"), "Ev01"
+    )
+    assert response.status == 200
+    final = await world.slack.wait_for(_final)
+    placeholder = world.slack.of("chat.postMessage")[0]
+    assert placeholder.args["thread_ts"] == "1700.000100"  # answered in the thread
+    assert SEARCHING_TEXT in placeholder.args["text"]
+    assert final.method == "chat.update" and final.args["ts"] is not None
+    body = _text(final)
+    assert "*retries*" in body  # Markdown bold became mrkdwn bold
+    assert f"https://github.com/{PUBLIC_REPO}/blob/" in body and "net/retry.py#L1-L7" in body
+    assert "retry_with_backoff" in body  # the compact sources list names the symbol
+    assert PRIVATE_REPO not in world.slack.bodies()  # a channel: the private repo is out
+
+
+async def test_follow_up_in_a_thread_sends_earlier_turns_to_the_model(world: World) -> None:
+    world.slack.threads[("C0GENERAL", "1700.000200")] = [
+        {
+            "type": "message",
+            "user": "U0ALICE",
+            "text": "<@UBOT> where is the backoff helper?",
+            "ts": "1700.000200",
+        },
+        {
+            "type": "message",
+            "user": "UBOT",
+            "bot_id": "BBOT",
+            "text": "In net/retry.py [1].",
+            "ts": "1700.000201",
+        },
+        {
+            "type": "message",
+            "user": "U0ALICE",
+            "text": "<@UBOT> how many attempts?",
+            "ts": "1700.000300",
+        },
+    ]
+    event = mention("how many attempts?", "1700.000300", thread_ts="1700.000200")
+    await world.post_event(event, "Ev02")
+    await world.slack.wait_for(_final)
+    replies = world.slack.of("conversations.replies")
+    assert replies and replies[0].args["ts"] == "1700.000200"
+    sent = json.dumps(world.llm.requests[0]["messages"])
+    assert "where is the backoff helper?" in sent and "In net/retry.py [1]." in sent
+
+
+async def test_direct_message_answers_from_the_askers_private_repo(world: World) -> None:
+    world.llm.script(Reply("The master key is rotated by re-wrapping data keys [1]."))
+    await world.post_event(direct_message(PRIVATE_QUESTION, "1700.000400"), "Ev03")
+    final = await world.slack.wait_for(_final)
+    assert final.args["channel"] == "D0ALICE"
+    body = _text(final)
+    assert PRIVATE_REPO in body and PRIVATE_PATH in body
+    audit = world.services.acl_store.audit_entries(limit=1)[0]
+    assert (
+        audit.place == "dm" and PRIVATE_REPO in audit.allowed_repos and PRIVATE_PATH in audit.cited
+    )
+
+
+async def test_channel_withholds_the_private_repo_and_never_names_it(world: World) -> None:
+    await world.post_event(mention(PRIVATE_QUESTION, "1700.000500"), "Ev04")
+    final = await world.slack.wait_for(_final)
+    body = _text(final)
+    assert REASON_CHANNEL.split(".")[0] in body  # the withheld note
+    assert any(b.get("block_id", "").startswith("codeask_private:") for b in final.args["blocks"])
+    everything = world.slack.bodies()
+    for secret in (PRIVATE_REPO, PRIVATE_PATH, PRIVATE_SYMBOL, "re-wrap every data key"):
+        assert secret not in everything
+    assert all(PRIVATE_REPO not in json.dumps(r) for r in world.llm.requests)
+    audit = world.services.acl_store.audit_entries(limit=1)[0]
+    assert audit.withheld and audit.place == "channel:C0GENERAL"
+
+    # "Answer me in a DM": the same question, answered privately with the clicker's access.
+    world.llm.script(Reply("Re-wrap the data keys [1]."))
+    status = await world.post_action(
+        block_action(ACTION_PRIVATE, _question_id(final), final.args["ts"])
+    )
+    assert status == 200
+    dm = await world.slack.wait_for(lambda c: _final(c) and c.args.get("channel") == "D0ALICE")
+    assert PRIVATE_PATH in _text(dm)
+
+
+async def test_retried_event_is_answered_once(world: World) -> None:
+    event = mention("how does retry with backoff work?", "1700.000600")
+    first = await world.post_event(event, "Ev05")
+    again = await world.post_event(
+        event, "Ev05", headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+    )
+    assert first.status == 200 and again.status == 200
+    await world.slack.wait_for(_final)
+    placeholders = [
+        c for c in world.slack.of("chat.postMessage") if c.args.get("thread_ts") == "1700.000600"
+    ]
+    assert len(placeholders) == 1
+    assert len(world.llm.requests) == 1
+
+
+async def test_forged_signature_is_refused(world: World) -> None:
+    body = json.dumps(
+        {
+            "type": "event_callback",
+            "event_id": "Ev06",
+            "team_id": "T1",
+            "event": mention("hi", "1700.000700"),
+        }
+    )
+    forged = sign(body, secret="not-the-signing-secret")
+    response = await world.post(body, "application/json", signed=forged)
+    assert response.status == 401
+    assert not [c for c in world.slack.calls if c.method != "auth.test"]
+
+
+async def test_stale_timestamp_is_refused(world: World) -> None:
+    body = json.dumps(
+        {
+            "type": "event_callback",
+            "event_id": "Ev07",
+            "team_id": "T1",
+            "event": mention("hi", "1700.000800"),
+        }
+    )
+    stale = sign(body, timestamp=int(time.time()) - 10 * 60)  # validly signed, but replayed
+    response = await world.post(body, "application/json", signed=stale)
+    assert response.status == 401
+    assert not world.slack.of("chat.postMessage")
+
+
+async def test_github_down_answers_from_public_repos_with_a_note(world: World) -> None:
+    world.github.fail_status = 502
+    await world.post_event(direct_message(PRIVATE_QUESTION, "1700.000900"), "Ev08")
+    final = await world.slack.wait_for(_final)
+    body = _text(final)
+    assert REASON_GITHUB_DOWN.split(";")[0] in body
+    assert PRIVATE_REPO not in world.slack.bodies()
+
+
+async def test_llm_down_says_so_and_shows_the_best_places(world: World) -> None:
+    world.llm.script(Reply(status=500))
+    await world.post_event(mention("how does retry with backoff work?", "1700.001000"), "Ev09")
+    final = await world.slack.wait_for(_final)
+    body = _text(final)
+    assert "language model is unavailable" in body
+    assert "net/retry.py" in body
+    assert "Traceback" not in world.slack.bodies()
+
+
+async def test_streaming_edits_survive_a_rate_limit(world: World) -> None:
+    world.llm.script(Reply("Backoff doubles the wait each attempt [1]. " * 30, piece=20, delay=0.0))
+    world.slack.rate_limit("chat.update", seconds=1, times=1)
+    await world.post_event(mention("how does retry with backoff work?", "1700.001100"), "Ev10")
+    final = await world.slack.wait_for(_final)
+    updates = world.slack.of("chat.update")
+    limited = [c for c in updates if c.status == 429]
+    assert len(limited) == 1
+    after = [c for c in updates if c.at > limited[0].at]
+    assert after and after[0].at - limited[0].at >= 1.0  # Retry-After honoured
+    assert final in updates
+
+
+async def test_slash_ask_is_ephemeral(world: World) -> None:
+    status, ack = await world.post_command("ask how does retry with backoff work?")
+    assert status == 200
+    acknowledged = json.loads(ack)  # within Slack's 3 s, before any search
+    assert SEARCHING_TEXT in acknowledged["text"] and acknowledged["response_type"] == "ephemeral"
+    final = await world.slack.wait_for(_final)
+    assert final.method == "response_url"
+    assert final.args["response_type"] == "ephemeral" and final.args["replace_original"] is True
+    assert "net/retry.py" in _text(final)
+
+
+async def test_feedback_and_show_sources_buttons(world: World) -> None:
+    await world.post_event(mention("how does retry with backoff work?", "1700.001200"), "Ev11")
+    final = await world.slack.wait_for(_final)
+    qid = _question_id(final)
+    assert await world.post_action(block_action(ACTION_HELPFUL, qid, final.args["ts"])) == 200
+    thanks = await world.slack.wait_for(lambda c: c.method == "chat.postEphemeral")
+    assert thanks.args["user"] == "U0ALICE" and "helpful" in thanks.args["text"]
+    rows = feedback_for(world.services.engine, qid)
+    assert [(r.user_id, r.verdict) for r in rows] == [("T1:U0ALICE", "helpful")]
+
+    assert await world.post_action(block_action(ACTION_SOURCES, qid, final.args["ts"])) == 200
+    details = await world.slack.wait_for(
+        lambda c: c.method == "chat.postEphemeral" and "Sources" in c.args["text"]
+    )
+    assert "def retry_with_backoff" in _text(details)
+
+
+async def test_app_home_shows_link_and_askable_repos(world: World) -> None:
+    event = {
+        "type": "app_home_opened",
+        "user": "U0ALICE",
+        "channel": "D0ALICE",
+        "tab": "home",
+        "event_ts": "1700.0013",
+    }
+    await world.post_event(event, "Ev12")
+    call = await world.slack.wait_for(lambda c: c.method == "views.publish")
+    assert call.args["user_id"] == "U0ALICE"
+    view = json.dumps(call.args["view"])
+    assert "@alice" in view and PUBLIC_REPO in view and PRIVATE_REPO in view
+    assert "Index status" not in view  # not an admin
