@@ -136,12 +136,29 @@ def embed_with_cache(
     return np.stack([found[k] for k in keys]).astype(np.float32), len(missing)
 
 
-_EMBEDDERS: dict[tuple[str, int, int], SentenceTransformerEmbedder] = {}
+_EMBEDDERS: dict[tuple[str, str, int, int], Embedder] = {}
 
 
-def load_embedder(model: str, threads: int = 0, batch_size: int = 32) -> Embedder:
-    """One loaded model per process and configuration."""
-    key = (model, threads, batch_size)
+def load_embedder(
+    model: str, threads: int = 0, batch_size: int = 32, backend: str | None = None
+) -> Embedder:
+    """One loaded model per process and configuration (``backend`` None: from settings)."""
+    from indexer.settings import IndexerSettings
+
+    settings = IndexerSettings()
+    backend = backend or settings.embed_backend
+    key = (model, backend, threads, batch_size)
     if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = SentenceTransformerEmbedder(model, threads, batch_size)
+        if backend.startswith("onnx"):
+            from indexer.onnx_embedder import OnnxEmbedder
+
+            _EMBEDDERS[key] = OnnxEmbedder(
+                model,
+                settings.data_path / "models" / "onnx",
+                quantized=backend == "onnx-int8",
+                threads=threads,
+                batch_size=batch_size,
+            )
+        else:
+            _EMBEDDERS[key] = SentenceTransformerEmbedder(model, threads, batch_size)
     return _EMBEDDERS[key]

@@ -52,7 +52,9 @@ def _export(model_dir: Path, target: Path) -> None:
             )
             return out.last_hidden_state
 
-    sample = tokenizer(["def f(): pass", "a longer sample sentence"], padding=True, return_tensors="pt")
+    sample = tokenizer(
+        ["def f(): pass", "a longer sample sentence"], padding=True, return_tensors="pt"
+    )
     if "token_type_ids" not in sample:
         sample["token_type_ids"] = torch.zeros_like(sample["input_ids"])
     tmp = target.with_suffix(".tmp")
