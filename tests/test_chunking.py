@@ -170,7 +170,7 @@ _LANG_SAMPLES = {
 @given(
     language=st.sampled_from(sorted(_LANG_SAMPLES)),
     noise=st.lists(
-        st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40), max_size=60
+        st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40), max_size=60
     ),
     cut=st.integers(min_value=0, max_value=200),
 )
