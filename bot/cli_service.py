@@ -28,13 +28,14 @@ def serve() -> None:
     from bot.asking import Asker
     from bot.server import Mount, run
     from bot.services import Services
+    from bot.slack import slack_mount
     from bot.teams import mount_teams
 
     _logging()
     services = Services()
     asker = Asker(services)  # one answer pipeline (one embedding model) for every adapter
     # Chat adapters add their routes here: mounts.append(mount_slack), ...
-    mounts: list[Mount] = [functools.partial(mount_teams, asker=asker)]
+    mounts: list[Mount] = [slack_mount(asker), functools.partial(mount_teams, asker=asker)]
     err.print(f"codeask serve on http://{services.bot.host}:{services.bot.port}")
     run(services, mounts=mounts)
 

@@ -174,7 +174,7 @@ class Commands:
         self, invoker: Invoker, fn: Callable[[Invoker, list[str]], CommandResult], args: list[str]
     ) -> CommandResult:
         if not is_admin(invoker, self.ctx.admins):
-            raise AccessDenied("Only codeask admins can run that command.")
+            raise AccessDenied("Only codeask admins can run that command (see CODEASK_ADMINS).")
         return fn(invoker, args)
 
     # --- repositories ---------------------------------------------------------------

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -39,21 +38,19 @@ from bot.slack_render import (
     ACTION_SOURCES,
     ACTION_WRONG,
     SEARCHING_TEXT,
-    WRITING_TEXT,
     SlackMessage,
     answer_messages,
     source_details,
     text_message,
 )
 from bot.slack_stream import StreamingReply, call_slack
+from bot.slack_threads import dm_turns, strip_mentions, thread_turns
 from indexer.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 COMMAND = "/codeask"
-HISTORY_TURNS = 4
-DM_HISTORY_SECONDS = 15 * 60
 REMEMBERED_ANSWERS = 1000
 FAILURE_TEXT = (
     "Sorry, something went wrong and I could not answer; the error was logged (reference {id})."
@@ -61,7 +58,6 @@ FAILURE_TEXT = (
 EMPTY_QUESTION_TEXT = (
     "Ask me a question about the code, e.g. `@codeask where is the retry policy configured?`"
 )
-_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 
 
 def slack_mount(asker: Asker | None = None) -> Mount:
@@ -113,33 +109,6 @@ def _run_socket_mode(app: web.Application, bot: SlackBot) -> None:
 
     app.on_startup.append(connect)
     app.on_cleanup.append(close)
-
-
-def strip_mentions(text: str) -> str:
-    return " ".join(_MENTION.sub(" ", text).split())
-
-
-def turns_from_messages(
-    messages: list[dict[str, Any]], bot_user_id: str, before_ts: str
-) -> History:
-    """(question, answer) pairs from Slack messages (oldest first) written before ``before_ts``.
-
-    A user message followed by a bot message is one turn; placeholders are skipped.
-    """
-    turns: list[tuple[str, str]] = []
-    pending: str | None = None
-    for m in messages:
-        if float(m.get("ts", "0")) >= float(before_ts):
-            break
-        text = m.get("text") or ""
-        from_bot = bool(m.get("bot_id")) or (bool(bot_user_id) and m.get("user") == bot_user_id)
-        if from_bot:
-            if pending is not None and text not in (SEARCHING_TEXT, WRITING_TEXT):
-                turns.append((pending, text))
-                pending = None
-        elif m.get("subtype") is None:
-            pending = strip_mentions(text) or None
-    return tuple(turns[-HISTORY_TURNS:])
 
 
 class SlackBot:
@@ -197,7 +166,9 @@ class SlackBot:
         place = Place("dm") if channel.startswith("D") else Place("channel", channel)
         history: History = ()
         if event.get("thread_ts"):
-            history = await self._thread_turns(channel, event["thread_ts"], event["ts"], context)
+            history = await thread_turns(
+                self.client, channel, event["thread_ts"], event["ts"], context
+            )
         await self._ask(context, event, channel, thread_ts, place, history)
 
     async def _on_message(self, event: dict[str, Any], context: Any) -> None:
@@ -206,9 +177,9 @@ class SlackBot:
         channel = event["channel"]
         thread_ts = event.get("thread_ts")
         if thread_ts:
-            history = await self._thread_turns(channel, thread_ts, event["ts"], context)
+            history = await thread_turns(self.client, channel, thread_ts, event["ts"], context)
         else:
-            history = await self._dm_turns(channel, event["ts"], context)
+            history = await dm_turns(self.client, channel, event["ts"], context)
         await self._ask(context, event, channel, thread_ts, Place("dm"), history)
 
     async def _ask(
@@ -246,32 +217,6 @@ class SlackBot:
                 await reply.finish([failure])
             except Exception:
                 log.exception("question %s: could not deliver the failure notice", question.id)
-
-    async def _thread_turns(
-        self, channel: str, thread_ts: str, before: str, context: Any
-    ) -> History:
-        try:
-            response = await self.client.conversations_replies(
-                channel=channel, ts=thread_ts, limit=50
-            )
-        except SlackApiError as exc:
-            log.warning("thread history unavailable: %s", exc.response.get("error"))
-            return ()
-        return turns_from_messages(
-            list(response.get("messages") or []), context.bot_user_id or "", before
-        )
-
-    async def _dm_turns(self, channel: str, before: str, context: Any) -> History:
-        oldest = f"{max(float(before) - DM_HISTORY_SECONDS, 0):.6f}"
-        try:
-            response = await self.client.conversations_history(
-                channel=channel, latest=before, oldest=oldest, limit=2 * HISTORY_TURNS + 2
-            )
-        except SlackApiError as exc:
-            log.warning("DM history unavailable: %s", exc.response.get("error"))
-            return ()
-        messages = sorted(response.get("messages") or [], key=lambda m: float(m.get("ts", "0")))
-        return turns_from_messages(messages, context.bot_user_id or "", before)
 
     def _remember(self, question_id: str, sources: list[Source]) -> None:
         self._answers[question_id] = sources

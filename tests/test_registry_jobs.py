@@ -50,7 +50,8 @@ def _clean(engine: Engine) -> None:
 def fresh_engine(url: str) -> Engine:
     """An engine on ``url`` whose registry tables were just (re)created, empty."""
     engine = open_engine(url)
-    SQLModel.metadata.drop_all(engine, tables=[t.__table__ for t in TABLES])  # type: ignore[attr-defined]
+    tables = [SQLModel.metadata.tables[str(t.__tablename__)] for t in TABLES]
+    SQLModel.metadata.drop_all(engine, tables=tables)
     SQLModel.metadata.create_all(engine)
     return engine
 

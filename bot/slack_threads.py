@@ -1,0 +1,72 @@
+"""Earlier turns of a Slack conversation, as (question, answer) pairs for follow-ups."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.asking import History
+from bot.slack_render import SEARCHING_TEXT, WRITING_TEXT
+
+log = logging.getLogger(__name__)
+
+HISTORY_TURNS = 4
+DM_HISTORY_SECONDS = 15 * 60  # an older DM message starts a new conversation
+_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+
+
+def strip_mentions(text: str) -> str:
+    return " ".join(_MENTION.sub(" ", text).split())
+
+
+def turns_from_messages(
+    messages: list[dict[str, Any]], bot_user_id: str, before_ts: str
+) -> History:
+    """(question, answer) pairs from Slack messages (oldest first) written before ``before_ts``.
+
+    A user message followed by a bot message is one turn; placeholders are skipped.
+    """
+    turns: list[tuple[str, str]] = []
+    pending: str | None = None
+    for m in messages:
+        if float(m.get("ts", "0")) >= float(before_ts):
+            break
+        text = m.get("text") or ""
+        from_bot = bool(m.get("bot_id")) or (bool(bot_user_id) and m.get("user") == bot_user_id)
+        if from_bot:
+            if pending is not None and text not in (SEARCHING_TEXT, WRITING_TEXT):
+                turns.append((pending, text))
+                pending = None
+        elif m.get("subtype") is None:
+            pending = strip_mentions(text) or None
+    return tuple(turns[-HISTORY_TURNS:])
+
+
+async def thread_turns(
+    client: AsyncWebClient, channel: str, thread_ts: str, before: str, context: Any
+) -> History:
+    try:
+        response = await client.conversations_replies(channel=channel, ts=thread_ts, limit=50)
+    except SlackApiError as exc:
+        log.warning("thread history unavailable: %s", exc.response.get("error"))
+        return ()
+    return turns_from_messages(
+        list(response.get("messages") or []), context.bot_user_id or "", before
+    )
+
+
+async def dm_turns(client: AsyncWebClient, channel: str, before: str, context: Any) -> History:
+    oldest = f"{max(float(before) - DM_HISTORY_SECONDS, 0):.6f}"
+    try:
+        response = await client.conversations_history(
+            channel=channel, latest=before, oldest=oldest, limit=2 * HISTORY_TURNS + 2
+        )
+    except SlackApiError as exc:
+        log.warning("DM history unavailable: %s", exc.response.get("error"))
+        return ()
+    messages = sorted(response.get("messages") or [], key=lambda m: float(m.get("ts", "0")))
+    return turns_from_messages(messages, context.bot_user_id or "", before)

@@ -1,0 +1,1 @@
+"""Training a reranker on the organization's own code: pair mining, training, model card."""

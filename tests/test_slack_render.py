@@ -1,0 +1,291 @@
+"""Block Kit rendering: mrkdwn conversion, citation links, limits (pure functions)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acl.permissions import REASON_CHANNEL
+from bot.answer import Answer, Source
+from bot.slack_home import HomeData, RepoFreshness, home_view
+from bot.slack_render import (
+    ACTION_HELPFUL,
+    ACTION_PRIVATE,
+    ACTION_SOURCES,
+    ACTION_WRONG,
+    MAX_BLOCKS,
+    MAX_SECTION_CHARS,
+    SEARCHING_TEXT,
+    answer_messages,
+    escape,
+    link,
+    markdown_to_mrkdwn,
+    progress_message,
+    source_details,
+    split_mrkdwn,
+    text_message,
+)
+from bot.slack_threads import turns_from_messages
+from indexer.models import Chunk
+
+WEB = "https://github.com"
+COMMIT = "a" * 40
+
+
+def _source(
+    n: int, repo: str = "acme/api", path: str = "src/retry.py", symbol: str = "retry"
+) -> Source:
+    chunk = Chunk(
+        repo=repo,
+        path=path,
+        start_line=10 * n,
+        end_line=10 * n + 4,
+        text="def retry(x):\n    if x < 1 and x > 0:\n        return x & 1",
+        symbol=symbol,
+        language="python",
+        kind="source",
+        commit=COMMIT,
+        visibility="public",
+    )
+    return Source(n, chunk, 1.0)
+
+
+# --- mrkdwn conversion ---------------------------------------------------------------
+
+
+def test_bold_italic_strike_become_mrkdwn() -> None:
+    assert markdown_to_mrkdwn("**bold** and __also__") == "*bold* and *also*"
+    assert markdown_to_mrkdwn("an *italic* word") == "an _italic_ word"
+    assert markdown_to_mrkdwn("~~gone~~") == "~gone~"
+    assert markdown_to_mrkdwn("**bold with *italic* inside**") == "*bold with _italic_ inside*"
+
+
+def test_multiplication_is_not_italic() -> None:
+    assert markdown_to_mrkdwn("a * b * c") == "a * b * c"
+    assert markdown_to_mrkdwn("2*3*4") == "2*3*4"
+
+
+def test_control_characters_are_escaped_everywhere() -> None:
+    assert markdown_to_mrkdwn("a < b && c > d") == "a &lt; b &amp;&amp; c &gt; d"
+    assert markdown_to_mrkdwn("<!channel> hi") == "&lt;!channel&gt; hi"
+    assert markdown_to_mrkdwn("`x<y>`") == "`x&lt;y&gt;`"
+
+
+def test_links_use_slack_syntax_and_cannot_break_out() -> None:
+    assert markdown_to_mrkdwn("[docs](https://x.io/a_b)") == "<https://x.io/a_b|docs>"
+    assert markdown_to_mrkdwn("<https://x.io>") == "<https://x.io|https://x.io>"
+    # a label with "|" or ">" cannot end the link early
+    assert markdown_to_mrkdwn("[a|b>c](https://x.io)") == "<https://x.io|a¦b&gt;c>"
+    # only web links become links
+    assert markdown_to_mrkdwn("[x](javascript:alert(1))") == "[x](javascript:alert(1))"
+    assert link("src/a.py#L1-L2", "a.py") == "a.py"
+
+
+def test_underscores_in_urls_are_not_italics() -> None:
+    out = markdown_to_mrkdwn("see [my_file](https://x.io/my_file_name) and _this_")
+    assert out == "see <https://x.io/my_file_name|my_file> and _this_"
+
+
+def test_citation_markers_link_to_their_source() -> None:
+    links = {1: "https://gh/1", 2: "https://gh/2"}
+    assert markdown_to_mrkdwn("Retries [1].", links) == "Retries <https://gh/1|[1]>."
+    assert markdown_to_mrkdwn("Both [1, 2].", links) == "Both <https://gh/1|[1]><https://gh/2|[2]>."
+    assert markdown_to_mrkdwn("Unknown [7].", links) == "Unknown [7]."
+    assert markdown_to_mrkdwn("Local [1].", {1: "src/a.py#L1-L2"}) == "Local [1]."
+
+
+def test_code_fences_keep_content_and_drop_the_language() -> None:
+    md = "Look:\n```python\nif a < b and a[1]:\n    **x**\n```\nDone [1]."
+    out = markdown_to_mrkdwn(md, {1: "https://gh/1"})
+    assert out == "Look:\n```\nif a &lt; b and a[1]:\n    **x**\n```\nDone <https://gh/1|[1]>."
+
+
+def test_unclosed_fence_is_code_to_the_end() -> None:
+    assert markdown_to_mrkdwn("x\n```\n*a* [1]", {1: "https://gh/1"}) == "x\n```\n*a* [1]\n```"
+
+
+def test_inline_code_is_not_formatted() -> None:
+    assert markdown_to_mrkdwn("call `a[1]*b*` now") == "call `a[1]*b*` now"
+
+
+def test_headings_bullets_and_quotes() -> None:
+    md = "## Setup **now**\n- first\n* second\n  + nested\n> quoted <x>"
+    assert markdown_to_mrkdwn(md) == "*Setup now*\n• first\n• second\n  • nested\n>quoted &lt;x&gt;"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab <>&*_`[]()|~#-\n1:/.")), max_size=200))
+def test_no_raw_control_character_survives(text: str) -> None:
+    out = markdown_to_mrkdwn(text, {1: "https://gh/1"})
+    # Outside the links we generate, "<" and ">" only appear escaped (quotes excepted).
+    stripped = re.sub(r"<https://gh/1\|\[1\]>", "", out)
+    stripped = re.sub(r"^>", "", stripped, flags=re.MULTILINE)
+    assert "<" not in stripped and ">" not in stripped
+    assert not re.search(r"&(?!amp;|lt;|gt;)", stripped)
+
+
+# --- splitting -------------------------------------------------------------------------
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(alphabet="ab &<>\n`", max_size=400), max_size=30), st.integers(60, 500))
+def test_split_respects_the_limit_and_keeps_all_text(parts: list[str], limit: int) -> None:
+    text = escape("\n".join(parts))
+    pieces = split_mrkdwn(text, limit)
+    assert all(len(p) <= limit for p in pieces)
+    assert re.sub(r"\s|`", "", "".join(pieces)) == re.sub(r"\s|`", "", text)
+
+
+def test_split_closes_and_reopens_code_blocks() -> None:
+    code = "```\n" + "\n".join(f"line {i}" for i in range(400)) + "\n```"
+    pieces = split_mrkdwn(code, 500)
+    assert len(pieces) > 1
+    for piece in pieces:
+        assert piece.startswith("```") and piece.endswith("```")
+        assert piece.count("```") % 2 == 0
+
+
+def test_split_never_cuts_an_escape_or_a_link() -> None:
+    text = ("&amp;" * 50) + " " + ("<https://x.io/" + "a" * 30 + "|x>") * 20
+    for piece in split_mrkdwn(text, 100):
+        assert not re.search(r"&(?!amp;|lt;|gt;)", piece)
+        assert piece.count("<") == piece.count(">")
+
+
+# --- answer messages -------------------------------------------------------------------
+
+
+def test_answer_message_has_text_sources_and_buttons() -> None:
+    answer = Answer("q", "It **retries** [1].", [_source(1)], used_llm=True)
+    [message] = answer_messages(answer, "q123", WEB)
+    blocks = message.blocks
+    assert blocks[0]["type"] == "section"
+    pinned = f"{WEB}/acme/api/blob/{COMMIT}/src/retry.py#L10-L14"
+    assert blocks[0]["text"]["text"] == f"It *retries* <{pinned}|[1]>."
+    sources = next(b for b in blocks if b["type"] == "context")
+    assert (
+        sources["elements"][0]["text"] == f"*[1]* <{pinned}|acme/api src/retry.py:10-14> · `retry`"
+    )
+    actions = blocks[-1]
+    assert actions["block_id"] == "codeask_answer:q123"
+    assert [e["action_id"] for e in actions["elements"]] == [
+        ACTION_HELPFUL,
+        ACTION_WRONG,
+        ACTION_SOURCES,
+    ]
+    assert {e["value"] for e in actions["elements"]} == {"q123"}
+    assert message.text.startswith("It *retries*")
+
+
+def test_withheld_note_offers_a_dm_without_naming_anything() -> None:
+    answer = Answer(
+        "q", "Public only [1].", [_source(1)], withheld_private=True, notes=[REASON_CHANNEL]
+    )
+    [message] = answer_messages(answer, "q9", WEB)
+    dumped = json.dumps(message.blocks)
+    assert "direct message" in dumped
+    offer = next(b for b in message.blocks if b.get("block_id") == "codeask_private:q9")
+    assert (
+        offer["elements"][0]["action_id"] == ACTION_PRIVATE
+        and offer["elements"][0]["value"] == "q9"
+    )
+
+
+def test_answer_without_sources_has_no_show_sources_button() -> None:
+    [message] = answer_messages(Answer("q", "Not found.", [], found=False), "q1", WEB)
+    assert [e["action_id"] for e in message.blocks[-1]["elements"]] == [
+        ACTION_HELPFUL,
+        ACTION_WRONG,
+    ]
+
+
+def test_long_answers_split_within_slack_limits() -> None:
+    paragraph = "word " * 500 + "[1]\n"
+    answer = Answer("q", paragraph * 120, [_source(1)])
+    messages = answer_messages(answer, "q2", WEB)
+    assert len(messages) > 1
+    for m in messages:
+        assert len(m.blocks) <= MAX_BLOCKS
+        for b in m.blocks:
+            if b["type"] == "section":
+                assert len(b["text"]["text"]) <= MAX_SECTION_CHARS
+        assert len(m.text) <= 3001
+    # sources and buttons close the last message only
+    assert messages[-1].blocks[-1]["block_id"] == "codeask_answer:q2"
+    assert all(b["type"] == "section" for m in messages[:-1] for b in m.blocks)
+
+
+def test_many_sources_fit_one_context_block() -> None:
+    sources = [_source(n) for n in range(1, 15)]
+    [message] = answer_messages(Answer("q", "x", sources), "q3", WEB)
+    context = next(b for b in message.blocks if b["type"] == "context")
+    assert len(context["elements"]) == 10 and context["elements"][-1]["text"] == "…and 5 more"
+
+
+def test_local_sources_are_not_links() -> None:
+    local = Source(1, Chunk("local/x", "a.py", 1, 2, "x", "f", "python", "source"), 1.0)
+    [message] = answer_messages(Answer("q", "See [1].", [local]), "q4", WEB)
+    assert message.blocks[0]["text"]["text"] == "See [1]."
+
+
+def test_progress_placeholder_and_partial_text() -> None:
+    assert SEARCHING_TEXT in progress_message().text
+    partial = progress_message("Code:\n```\nx = 1")
+    assert partial.blocks[0]["text"]["text"] == "Code:\n```\nx = 1\n```"
+    long = progress_message("y" * 10_000)
+    assert len(long.blocks[0]["text"]["text"]) <= MAX_SECTION_CHARS
+
+
+def test_source_details_show_escaped_code() -> None:
+    details = source_details([_source(1)], WEB)
+    code = details.blocks[1]["text"]["text"]
+    assert code.startswith("```\n") and "x &lt; 1 and x &gt; 0" in code and "x &amp; 1" in code
+
+
+def test_text_message_for_commands() -> None:
+    assert (
+        text_message("Use `repo add owner/name`.").blocks[0]["text"]["text"]
+        == "Use `repo add owner/name`."
+    )
+    assert text_message("a <b>", code=True).blocks[0]["text"]["text"] == "```\na &lt;b&gt;\n```"
+
+
+# --- thread history and App Home -------------------------------------------------------
+
+
+def test_thread_turns_pair_questions_with_bot_answers() -> None:
+    messages = [
+        {"user": "U1", "text": "<@UBOT> where is retry?", "ts": "1.0"},
+        {"user": "UBOT", "bot_id": "B1", "text": "In retry.py [1].", "ts": "2.0"},
+        {"user": "U1", "text": "<@UBOT> and the backoff?", "ts": "3.0"},
+        {"user": "UBOT", "bot_id": "B1", "text": SEARCHING_TEXT, "ts": "4.0"},
+        {"user": "U2", "text": "now this", "ts": "5.0"},
+    ]
+    assert turns_from_messages(messages, "UBOT", "5.0") == (
+        ("where is retry?", "In retry.py [1]."),
+    )
+    assert turns_from_messages(messages, "UBOT", "1.0") == ()
+
+
+def test_home_view_for_users_and_admins() -> None:
+    repos = [RepoFreshness("acme/api", "private", "abc123", "3 min ago", "2 commits behind")]
+    user = json.dumps(home_view(HomeData("alice", repos)))
+    assert "@alice" in user and "acme/api" in user and "2 commits behind" in user
+    assert "Index status" not in user
+    admin = home_view(
+        HomeData(
+            None,
+            [],
+            admin=True,
+            index_status=["acme/api: error"],
+            failures=["acme/api: clone failed <x>"],
+        )
+    )
+    dumped = json.dumps(admin)
+    assert (
+        "not linked" in dumped and "Index status" in dumped and "clone failed &lt;x&gt;" in dumped
+    )
+    assert admin["type"] == "home" and len(admin["blocks"]) <= 100
