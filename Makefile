@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export SSL_CERT_FILE ?= /etc/ssl/certs/ca-certificates.crt
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck unit lock opensearch-start opensearch-stop bench clean
+.PHONY: setup demo test services services-stop lint typecheck unit helm-check lock bench clean
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,20 +30,28 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# The tests that need them use a real OpenSearch node and a real PostgreSQL server.
+services:
+	bash scripts/opensearch.sh start
+	bash scripts/postgres.sh start
+
+services-stop:
+	-bash scripts/opensearch.sh stop
+	-bash scripts/postgres.sh stop
+
+helm-check:
+	bash scripts/helm.sh check
+
 unit: setup
+	CODEASK_TEST_OPENSEARCH_URL=$${CODEASK_TEST_OPENSEARCH_URL:-http://127.0.0.1:9200} \
+	CODEASK_TEST_DATABASE_URL=$${CODEASK_TEST_DATABASE_URL:-$$(bash scripts/postgres.sh url)} \
 	$(BIN)/pytest -q
 
-test: lint typecheck unit
+test: setup lint typecheck services helm-check unit
 
 lock: $(BIN)/python
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 \
 		--python-platform x86_64-manylinux_2_28 --generate-hashes -o requirements.lock
-
-opensearch-start:
-	bash scripts/opensearch.sh start
-
-opensearch-stop:
-	bash scripts/opensearch.sh stop
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
