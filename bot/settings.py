@@ -9,7 +9,7 @@ from bot.evidence import DEFAULT_COSINE_THRESHOLD
 
 
 class BotSettings(BaseSettings):
-    """Generation, rerank and answer-shape settings.
+    """Settings of the bot: answering (generation, rerank), serving and chat adapters.
 
     ``llm_model`` empty means no language model: answers are extractive (the best chunks
     with citations). ``rerank_model`` empty means: the reranker trained into

@@ -29,13 +29,15 @@ from indexer.opensearch_client import (
     public_url,
     translate,
 )
+from indexer.opensearch_documents import (
+    chunk_source,
+    repo_state_of,
+    search_bodies,
+    source_chunk,
+)
 from indexer.opensearch_mapping import check_mapping, chunk_index_body, state_index_body
 from indexer.settings import IndexerSettings
-from indexer.tokens import query_terms
 
-# Mirrors the embedded store's FTS5 column weights (symbol, path, header, body).
-BM25_FIELDS = ("symbol^4", "path.words^2", "header", "text")
-_HIDDEN_SOURCE = ["embedding", "run"]
 _TERMS_PER_QUERY = 1000  # well under index.max_terms_count (65 536)
 _DELETE_PAGE = 5000
 
@@ -43,56 +45,6 @@ _DELETE_PAGE = 5000
 def state_index_name(alias: str) -> str:
     """``codeask-chunks`` → ``codeask-state``; any other alias gets ``-state`` appended."""
     return alias.removesuffix("-chunks") + "-state"
-
-
-def _chunk_source(chunk: Chunk, vector: np.ndarray, run: str) -> dict[str, Any]:
-    return {
-        "repo": chunk.repo,
-        "path": chunk.path,
-        "start_line": chunk.start_line,
-        "end_line": chunk.end_line,
-        "symbol": chunk.symbol,
-        "language": chunk.language,
-        "kind": chunk.kind,
-        "visibility": chunk.visibility,
-        "commit": chunk.commit,
-        "blob_sha": chunk.blob_sha,
-        "header": chunk.header,
-        "text": chunk.text,
-        "run": run,
-        # Eight decimals keep float32 precision for unit vectors at half the JSON size.
-        "embedding": np.round(np.asarray(vector, dtype=np.float64), 8).tolist(),
-    }
-
-
-def _source_chunk(source: dict[str, Any]) -> Chunk:
-    return Chunk(
-        repo=source["repo"],
-        path=source["path"],
-        start_line=int(source["start_line"]),
-        end_line=int(source["end_line"]),
-        text=source["text"],
-        symbol=source["symbol"],
-        language=source["language"],
-        kind=source["kind"],
-        header=source.get("header", ""),
-        visibility=source["visibility"],
-        commit=source.get("commit", ""),
-        blob_sha=source.get("blob_sha", ""),
-    )
-
-
-def _state(source: dict[str, Any]) -> RepoState | None:
-    if "commit" not in source:
-        return None  # only a pending marker: this repository never finished a run
-    return RepoState(
-        repo=source["repo"],
-        commit=source["commit"],
-        visibility=source["visibility"],
-        chunk_count=int(source["chunk_count"]),
-        indexed_at=float(source["indexed_at"]),
-        config_version=source.get("config_version", ""),
-    )
 
 
 def _missing_index(response: dict[str, Any]) -> bool:
@@ -219,7 +171,7 @@ class OpenSearchStore:
         # Read back with a realtime get, so no refresh is needed for this marker.
         self._put_state({**prior, "pending": [*earlier_pending, run]}, refresh=False)
 
-        docs = [(c.id, _chunk_source(c, v, run)) for c, v in zip(chunks, vectors, strict=True)]
+        docs = [(c.id, chunk_source(c, v, run)) for c, v in zip(chunks, vectors, strict=True)]
         bulk_index(
             self.client,
             self.url,
@@ -329,7 +281,7 @@ class OpenSearchStore:
 
     def repo_state(self, repo: str) -> RepoState | None:
         source = self._state_source(repo)
-        return None if source is None else _state(source)
+        return None if source is None else repo_state_of(source)
 
     def repo_states(self) -> list[RepoState]:
         states: list[RepoState] = []
@@ -349,7 +301,7 @@ class OpenSearchStore:
                 ),
             )
             hits = response["hits"]["hits"]
-            states.extend(s for h in hits if (s := _state(h["_source"])) is not None)
+            states.extend(s for h in hits if (s := repo_state_of(h["_source"])) is not None)
             if len(hits) < 1000:
                 return states
             after = hits[-1]["sort"]
@@ -401,45 +353,7 @@ class OpenSearchStore:
     def search(self, request: SearchRequest) -> list[Hit]:
         if not request.repos:
             return []  # fail closed: no repository, no query at all
-        repo_filter = {"terms": {"repo": sorted(request.repos)}}
-        n = request.candidates
-        bodies: dict[str, dict[str, Any]] = {}
-        terms = query_terms(request.text) if "bm25" in request.lists else []
-        if terms:
-            bodies["bm25"] = {
-                "size": n,
-                "track_total_hits": False,
-                "_source": {"excludes": _HIDDEN_SOURCE},
-                "query": {
-                    "bool": {
-                        "must": {
-                            "multi_match": {
-                                "query": " ".join(terms),
-                                "fields": list(BM25_FIELDS),
-                                "type": "most_fields",
-                            }
-                        },
-                        "filter": [repo_filter],
-                    }
-                },
-            }
-        if "knn" in request.lists and request.embedding is not None:
-            bodies["knn"] = {
-                "size": n,
-                "track_total_hits": False,
-                "_source": {"excludes": _HIDDEN_SOURCE},
-                "query": {
-                    "knn": {
-                        "embedding": {
-                            "vector": [float(x) for x in request.embedding],
-                            "k": n,
-                            # Inside the k-NN clause: Lucene filters while searching the
-                            # graph, so k hits come back from the allowed repos only.
-                            "filter": repo_filter,
-                        }
-                    }
-                },
-            }
+        bodies = search_bodies(request)
         if not bodies:
             return []
         lines: list[dict[str, Any]] = []
@@ -459,5 +373,5 @@ class OpenSearchStore:
             hits = result["hits"]["hits"]
             ranked[name] = [h["_id"] for h in hits]
             for h in hits:
-                chunks.setdefault(h["_id"], _source_chunk(h["_source"]))
+                chunks.setdefault(h["_id"], source_chunk(h["_source"]))
         return fuse(request, ranked, chunks.values())

@@ -132,7 +132,8 @@ def _env_names(cls: type[BaseSettings]) -> set[str]:
         alias = field.validation_alias or field.alias
         if isinstance(alias, AliasChoices):
             names.update(c for c in alias.choices if isinstance(c, str))
-            names.update(c.path[0] for c in alias.choices if isinstance(c, AliasPath))
+            paths = (c.path[0] for c in alias.choices if isinstance(c, AliasPath))
+            names.update(p for p in paths if isinstance(p, str))
         elif isinstance(alias, str):
             names.add(alias)
         else:

@@ -1,0 +1,130 @@
+"""``codeask train mine``: training pairs for the reranker from what is already indexed.
+
+For each repository the history is read only up to the commit the store says is indexed;
+pairs are mined from that history and from the indexed snapshot, golden-set material is
+dropped, each pair gets hard negatives from the product's own hybrid search, and the
+newest commits (and a share of files) are held out for validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.rerank import pair_text
+from bot.training.docpairs import docs_pairs, docstring_pairs
+from bot.training.history import HistoryStats, commit_pairs, target_of
+from bot.training.leakage import Golden, exclude_golden
+from bot.training.pairs import TrainingPair, cap, deduplicate, split_by_time
+from bot.training.snapshot import chunks_at
+from indexer.backend import SearchBackend
+from indexer.errors import InvalidInput
+from indexer.gitrepo import run_git
+from indexer.search import Searcher
+
+NEGATIVES = 7
+MAX_PAIRS_PER_REPO = 3000
+NEGATIVE_SKIP = 0  # how many top non-positive hits to pass over (they may be unlabelled positives)
+Say = Callable[[str], None]
+
+
+@dataclass
+class MineReport:
+    repo: str
+    commit_range: str
+    pairs_by_source: dict[str, int] = field(default_factory=dict)
+    validation: int = 0
+    dropped_golden: int = 0
+    history: HistoryStats = field(default_factory=HistoryStats)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "repo": self.repo,
+            "commit_range": self.commit_range,
+            "pairs_by_source": self.pairs_by_source,
+            "validation": self.validation,
+            "dropped_golden": self.dropped_golden,
+            "commits_read": self.history.commits,
+            "commits_used": self.history.used,
+            "commits_skipped": self.history.skipped,
+        }
+
+
+def indexed_commit(store: SearchBackend, repo: str) -> str:
+    """The commit the store holds for ``repo`` ('' for a folder indexed without git)."""
+    state = store.repo_state(repo)
+    if state is None:
+        raise InvalidInput(f"{repo} is not indexed here; run `codeask index` for it first")
+    return state.commit
+
+
+def _commit_time(root: Path, commit: str) -> float:
+    if not commit:
+        return 0.0
+    return float(run_git(["show", "-s", "--format=%ct", commit], cwd=root))
+
+
+def add_hard_negatives(
+    pairs: Sequence[TrainingPair], searcher: Searcher, n: int = NEGATIVES
+) -> None:
+    """High-ranked hybrid hits of the pair's repository that are not its positive."""
+    for p in pairs:
+        hits = searcher.search(p.query, frozenset({p.positive.repo}), k=n + 10, candidates=50)
+        chosen = []
+        for h in hits:
+            c = h.chunk
+            same_place = c.path == p.positive.path and (
+                (c.start_line <= p.positive.end_line and p.positive.start_line <= c.end_line)
+                or (bool(c.symbol) and c.symbol == p.positive.symbol)
+            )
+            if not same_place:
+                chosen.append(c)
+        chosen = chosen[NEGATIVE_SKIP : NEGATIVE_SKIP + n]
+        p.negatives = [pair_text(c) for c in chosen]
+        p.negative_targets = [target_of(c) for c in chosen]
+
+
+def mine_repo(
+    repo: str,
+    root: Path,
+    store: SearchBackend,
+    searcher: Searcher,
+    golden: Golden,
+    *,
+    max_functions: int,
+    max_pairs: int = MAX_PAIRS_PER_REPO,
+    negatives: int = NEGATIVES,
+    say: Say | None = None,
+) -> tuple[list[TrainingPair], MineReport]:
+    """Pairs for one indexed repository whose source (a git work tree or folder) is ``root``."""
+    if not root.is_dir():
+        raise InvalidInput(f"{root} is not a folder")
+    commit = indexed_commit(store, repo)
+    report = MineReport(repo=repo, commit_range="")
+    pairs: list[TrainingPair] = []
+    if commit:
+        first = run_git(["rev-list", "--max-parents=0", commit], cwd=root).splitlines()[0]
+        report.commit_range = f"{first[:12]}..{commit[:12]}"
+        pairs += commit_pairs(root, repo, commit, max_functions, report.history)
+    else:
+        report.commit_range = "no git history (snapshot only)"
+    snapshot = chunks_at(root, repo, commit)
+    when = _commit_time(root, commit)
+    pairs += docstring_pairs(snapshot, when)
+    pairs += docs_pairs(snapshot, when)
+    if say:
+        say(f"{repo}: {len(pairs)} candidate pairs from {len(snapshot)} chunks at "
+            f"{commit[:12] or 'the folder'}")
+    pairs = deduplicate(pairs)
+    pairs, report.dropped_golden = exclude_golden(pairs, golden)
+    pairs = cap(pairs, max_pairs)
+    add_hard_negatives(pairs, searcher, negatives)
+    # Negatives were just drawn from the store: drop any gold place among them too.
+    pairs, _ = exclude_golden(pairs, golden)
+    pairs = [p for p in pairs if p.negatives]
+    pairs = split_by_time(pairs)
+    for p in pairs:
+        report.pairs_by_source[p.source] = report.pairs_by_source.get(p.source, 0) + 1
+    report.validation = sum(p.split == "validation" for p in pairs)
+    return pairs, report

@@ -1,0 +1,112 @@
+"""Chunks ↔ OpenSearch documents, and the two query bodies of one hybrid search."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from indexer.models import Chunk, RepoState, SearchRequest
+from indexer.tokens import query_terms
+
+# Mirrors the embedded store's FTS5 column weights (symbol, path, header, body).
+BM25_FIELDS = ("symbol^4", "path.words^2", "header", "text")
+_HIDDEN_SOURCE = ["embedding", "run"]
+
+
+def chunk_source(chunk: Chunk, vector: np.ndarray, run: str) -> dict[str, Any]:
+    return {
+        "repo": chunk.repo,
+        "path": chunk.path,
+        "start_line": chunk.start_line,
+        "end_line": chunk.end_line,
+        "symbol": chunk.symbol,
+        "language": chunk.language,
+        "kind": chunk.kind,
+        "visibility": chunk.visibility,
+        "commit": chunk.commit,
+        "blob_sha": chunk.blob_sha,
+        "header": chunk.header,
+        "text": chunk.text,
+        "run": run,
+        # Eight decimals keep float32 precision for unit vectors at half the JSON size.
+        "embedding": np.round(np.asarray(vector, dtype=np.float64), 8).tolist(),
+    }
+
+
+def source_chunk(source: dict[str, Any]) -> Chunk:
+    return Chunk(
+        repo=source["repo"],
+        path=source["path"],
+        start_line=int(source["start_line"]),
+        end_line=int(source["end_line"]),
+        text=source["text"],
+        symbol=source["symbol"],
+        language=source["language"],
+        kind=source["kind"],
+        header=source.get("header", ""),
+        visibility=source["visibility"],
+        commit=source.get("commit", ""),
+        blob_sha=source.get("blob_sha", ""),
+    )
+
+
+def repo_state_of(source: dict[str, Any]) -> RepoState | None:
+    if "commit" not in source:
+        return None  # only a pending marker: this repository never finished a run
+    return RepoState(
+        repo=source["repo"],
+        commit=source["commit"],
+        visibility=source["visibility"],
+        chunk_count=int(source["chunk_count"]),
+        indexed_at=float(source["indexed_at"]),
+        config_version=source.get("config_version", ""),
+    )
+
+
+def search_bodies(request: SearchRequest) -> dict[str, dict[str, Any]]:
+    """The BM25 and k-NN searches (by list name), both filtered to ``request.repos``.
+
+    The query text goes through ``query_terms`` (stop words out, identifiers whole and
+    split), as in the embedded store, so both stores score the same terms.
+    """
+    repo_filter = {"terms": {"repo": sorted(request.repos)}}
+    n = request.candidates
+    bodies: dict[str, dict[str, Any]] = {}
+    terms = query_terms(request.text) if "bm25" in request.lists else []
+    if terms:
+        bodies["bm25"] = {
+            "size": n,
+            "track_total_hits": False,
+            "_source": {"excludes": _HIDDEN_SOURCE},
+            "query": {
+                "bool": {
+                    "must": {
+                        "multi_match": {
+                            "query": " ".join(terms),
+                            "fields": list(BM25_FIELDS),
+                            "type": "most_fields",
+                        }
+                    },
+                    "filter": [repo_filter],
+                }
+            },
+        }
+    if "knn" in request.lists and request.embedding is not None:
+        bodies["knn"] = {
+            "size": n,
+            "track_total_hits": False,
+            "_source": {"excludes": _HIDDEN_SOURCE},
+            "query": {
+                "knn": {
+                    "embedding": {
+                        "vector": [float(x) for x in request.embedding],
+                        "k": n,
+                        # Inside the k-NN clause: Lucene filters while walking the graph,
+                        # so k hits come back from the allowed repos, never a filtered top-k.
+                        "filter": repo_filter,
+                    }
+                }
+            },
+        }
+    return bodies
