@@ -12,12 +12,14 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from bot.cli_service import register as register_service_commands
+from bot.training.commands import train_app
 from indexer.backend import SearchBackend
 from indexer.errors import CodeaskError
 from indexer.settings import IndexerSettings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ask questions about code.")
 register_service_commands(app)  # serve, worker, reconcile, repo
+app.add_typer(train_app, name="train")  # mine, reranker, gate
 err = Console(stderr=True, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from bot.settings import BotSettings
+from bot.training.card import enabled_by_default
 from indexer.errors import ConfigError
 from indexer.models import Chunk, Hit
 
@@ -103,6 +104,8 @@ _LOADED: dict[str, CrossEncoderReranker] = {}
 def load_reranker(settings: BotSettings, data_dir: Path | None = None) -> Reranker | None:
     """The configured reranker, else the trained one under ``data_dir``, else None.
 
+    A trained model whose card says ``enabled_by_default: false`` (it did not beat hybrid
+    search on the golden sets) is only used when ``rerank_model`` names it explicitly.
     One model is loaded per process and name.
     """
     name = settings.rerank_model.strip()
@@ -110,7 +113,7 @@ def load_reranker(settings: BotSettings, data_dir: Path | None = None) -> Rerank
         return None
     if not name and data_dir is not None:
         trained = trained_reranker_path(data_dir)
-        name = str(trained) if trained else ""
+        name = str(trained) if trained and enabled_by_default(trained) else ""
     if not name:
         return None
     if name not in _LOADED:

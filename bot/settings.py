@@ -13,8 +13,9 @@ class BotSettings(BaseSettings):
 
     ``llm_model`` empty means no language model: answers are extractive (the best chunks
     with citations). ``rerank_model`` empty means: the reranker trained into
-    ``<data_dir>/models/reranker`` when one exists, otherwise no rerank; ``none`` turns
-    rerank off even when a trained model exists.
+    ``<data_dir>/models/reranker`` when one exists and its model card enables it (see
+    docs/reranker.md), otherwise no rerank; ``none`` turns rerank off even when a trained
+    model exists.
     """
 
     model_config = SettingsConfigDict(env_prefix="CODEASK_", extra="ignore")

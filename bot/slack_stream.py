@@ -25,6 +25,8 @@ from bot.slack_render import SlackMessage, progress_message
 log = logging.getLogger(__name__)
 
 MAX_RATE_LIMIT_WAIT = 30.0
+# The event loop may wake a timer a hair early; Retry-After means "not before".
+RETRY_MARGIN = 0.05
 RATE_LIMIT_ATTEMPTS = 4
 
 
@@ -56,7 +58,7 @@ async def call_slack(
                 raise
             wait = min(retry_after(exc), MAX_RATE_LIMIT_WAIT)
             log.info("Slack rate limited %s; retrying in %.1f s", method.__name__, wait)
-            await asyncio.sleep(wait)
+            await asyncio.sleep(wait + RETRY_MARGIN)
     raise AssertionError("unreachable")
 
 
@@ -131,7 +133,7 @@ class StreamingReply:
                 self._next_at = time.monotonic() + self.interval
             except SlackApiError as exc:
                 if is_rate_limited(exc):
-                    self._limited_until = time.monotonic() + retry_after(exc)
+                    self._limited_until = time.monotonic() + retry_after(exc) + RETRY_MARGIN
                     self._next_at = max(self._limited_until, time.monotonic() + self.interval)
                 else:  # the final message will still be attempted
                     log.warning("progress edit failed: %s", exc.response.get("error"))

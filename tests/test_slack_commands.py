@@ -89,7 +89,7 @@ async def test_admin_repo_add_queues_indexes_and_becomes_askable(
 
 async def test_non_admin_cannot_run_admin_commands(world: World) -> None:
     reply = await _command(world, f"repo add {NEW_REPO}", user="U0BOB")
-    assert "Only codeask admins can run that command." in reply.args["text"]
+    assert "Only codeask admins can run that command" in reply.args["text"]
     assert reply.args["response_type"] == "ephemeral"
     assert world.services.registry.get(NEW_REPO) is None
     assert not jobs.pending(world.services.engine)

@@ -31,8 +31,24 @@ _MENTION = re.compile(r"(?::[\w:]+:)?`{1,2}~?([A-Za-z_$][\w$.]*)(?:\(\))?`{1,2}"
 _INLINE_TAG = re.compile(r"\{@\w+\s+([^}]*)\}")
 _HTML = re.compile(r"</?\w+[^>]*>")
 _FIELD = re.compile(r"^\s*(@\w+|:(param|type|return|returns|rtype|raises)\b)")
-_COMMON = frozenset({"self", "this", "true", "false", "null", "none", "undefined", "str",
-                     "int", "bool", "list", "dict", "object", "string"})
+_COMMON = frozenset(
+    {
+        "self",
+        "this",
+        "true",
+        "false",
+        "null",
+        "none",
+        "undefined",
+        "str",
+        "int",
+        "bool",
+        "list",
+        "dict",
+        "object",
+        "string",
+    }
+)
 
 
 def _python_docstring(lines: list[str]) -> tuple[int, int, str] | None:
@@ -40,8 +56,11 @@ def _python_docstring(lines: list[str]) -> tuple[int, int, str] | None:
     if start is None:
         return None
     colon = next(
-        (i for i in range(start, min(len(lines), start + 15))
-         if lines[i].split("#")[0].rstrip().endswith(":")),
+        (
+            i
+            for i in range(start, min(len(lines), start + 15))
+            if lines[i].split("#")[0].rstrip().endswith(":")
+        ),
         None,
     )
     if colon is None:
@@ -55,7 +74,7 @@ def _python_docstring(lines: list[str]) -> tuple[int, int, str] | None:
     if not m:
         return None
     quote = m.group(1)
-    rest = lines[j][m.end():]
+    rest = lines[j][m.end() :]
     if quote in rest:
         return j, j, rest.split(quote)[0]
     body = [rest]
@@ -79,8 +98,8 @@ def _leading_comment(lines: list[str]) -> tuple[int, int, str] | None:
                 return 0, k, text
         return None
     k = 0
-    while k < len(lines) and _LINE_COMMENT.match(lines[k]) and not lines[k].lstrip().startswith(
-        "#!"
+    while (
+        k < len(lines) and _LINE_COMMENT.match(lines[k]) and not lines[k].lstrip().startswith("#!")
     ):
         k += 1
     if k == 0:
@@ -162,8 +181,10 @@ def _resolve(name: str, index: dict[str, list[Chunk]]) -> Chunk | None:
 
 def _is_prose(paragraph: str) -> bool:
     first = paragraph.lstrip()
-    return not (first.startswith(("```", "~~~", ">>>", "$ ", "..", "|")) or
-                paragraph.startswith(("    ", "\t")))
+    return not (
+        first.startswith(("```", "~~~", ">>>", "$ ", "..", "|"))
+        or paragraph.startswith(("    ", "\t"))
+    )
 
 
 def docs_pairs(chunks: Sequence[Chunk], time: float) -> list[TrainingPair]:

@@ -77,9 +77,7 @@ def clean_message(message: str) -> str:
 
 def touched_lines(root: Path, sha: str) -> dict[str, list[tuple[int, int]]]:
     """New-side line ranges changed by ``sha`` per path, whitespace-only changes ignored."""
-    diff = run_git(
-        ["show", "-w", "-U0", "--no-renames", "--no-color", "--format=", sha], cwd=root
-    )
+    diff = run_git(["show", "-w", "-U0", "--no-renames", "--no-color", "--format=", sha], cwd=root)
     touched: dict[str, list[tuple[int, int]]] = {}
     path = ""
     for line in diff.splitlines():

@@ -114,8 +114,10 @@ def mine_repo(
     pairs += docstring_pairs(snapshot, when)
     pairs += docs_pairs(snapshot, when)
     if say:
-        say(f"{repo}: {len(pairs)} candidate pairs from {len(snapshot)} chunks at "
-            f"{commit[:12] or 'the folder'}")
+        say(
+            f"{repo}: {len(pairs)} candidate pairs from {len(snapshot)} chunks at "
+            f"{commit[:12] or 'the folder'}"
+        )
     pairs = deduplicate(pairs)
     pairs, report.dropped_golden = exclude_golden(pairs, golden)
     pairs = cap(pairs, max_pairs)

@@ -66,8 +66,13 @@ def deduplicate(pairs: Iterable[TrainingPair]) -> list[TrainingPair]:
     seen: set[tuple[str, str, str, int, int]] = set()
     out = []
     for p in pairs:
-        key = (normalized(p.query), p.positive.repo, p.positive.path, p.positive.start_line,
-               p.positive.end_line)
+        key = (
+            normalized(p.query),
+            p.positive.repo,
+            p.positive.path,
+            p.positive.start_line,
+            p.positive.end_line,
+        )
         if key not in seen:
             seen.add(key)
             out.append(p)
@@ -103,8 +108,10 @@ def split_by_time(pairs: Sequence[TrainingPair], share: float = 0.15) -> list[Tr
     """
     commits = sorted({(p.time, p.positive.commit) for p in pairs if p.source == "commit"})
     held = {c for _, c in commits[len(commits) - _held_count(len(commits), share) :]}
-    files = sorted({(p.positive.repo, p.positive.path) for p in pairs if p.source != "commit"},
-                   key=lambda f: hashlib.sha1("\0".join(f).encode()).hexdigest())
+    files = sorted(
+        {(p.positive.repo, p.positive.path) for p in pairs if p.source != "commit"},
+        key=lambda f: hashlib.sha1("\0".join(f).encode()).hexdigest(),
+    )
     held_files = set(files[: _held_count(len(files), share)])
     out = []
     for p in pairs:

@@ -71,9 +71,7 @@ def files_at(root: Path, commit: str) -> Iterator[SourceFile]:
 
 
 def chunks_of(f: SourceFile, repo: str, commit: str) -> list[Chunk]:
-    return chunk_file(
-        f.path, f.language, f.data, repo=repo, commit=commit, blob_sha=f.blob_sha
-    )
+    return chunk_file(f.path, f.language, f.data, repo=repo, commit=commit, blob_sha=f.blob_sha)
 
 
 def chunks_at(root: Path, repo: str, commit: str) -> list[Chunk]:
