@@ -30,8 +30,6 @@ class AclSettings(BaseSettings):
     permission_ttl_seconds: int = 300
     link_state_ttl_seconds: int = 600
     database_url: str = ""
-    # Chat user ids ("platform:user_id") allowed to run admin commands in chat.
-    admin_ids: list[str] = []
 
     @model_validator(mode="after")
     def _resolve_database_url(self) -> AclSettings:

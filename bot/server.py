@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import json
 import logging
 import uuid
@@ -53,6 +54,7 @@ def create_app(
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_post("/github/webhook", github_webhook)
+    app.router.add_get("/github/oauth/callback", github_oauth_callback)
     for mount in mounts:
         mount(app)
     interval = services.bot.reconcile_seconds if reconcile_seconds is None else reconcile_seconds
@@ -142,6 +144,35 @@ async def github_webhook(request: web.Request) -> web.Response:
         return _error(503, str(exc))
     log.info("webhook %s %s: %s", delivery, event, result)
     return web.json_response(result)
+
+
+async def github_oauth_callback(request: web.Request) -> web.Response:
+    """Finish ``codeask link``: GitHub redirects here with the one-time state and a code."""
+    from acl.linking import OAuthLinker
+
+    services = request.app[SERVICES]
+    state = request.query.get("state", "")
+    code = request.query.get("code", "")
+    if not state or not code:
+        return _page(400, "This link is incomplete. Ask the bot for a new one with `link`.")
+
+    def complete() -> str:
+        link = OAuthLinker(services.acl, services.acl_store).complete(state, code)
+        return link.github_login
+
+    try:
+        login = await asyncio.to_thread(complete)
+    except AccessDenied:
+        return _page(400, "This link has expired or was already used. Ask the bot for a new one.")
+    except CodeaskError as exc:
+        log.error("oauth callback failed: %s", exc)
+        return _page(503, "GitHub could not confirm your account right now; try again shortly.")
+    return _page(200, f"Linked to GitHub account {login}. You can close this page.")
+
+
+def _page(status: int, message: str) -> web.Response:
+    body = f"<!doctype html><title>codeask</title><p>{html.escape(message)}</p>"
+    return web.Response(status=status, text=body, content_type="text/html")
 
 
 def _acl_webhook(services: Services, event: str, payload: dict[str, Any]) -> str:

@@ -95,7 +95,7 @@ class Services:
             delete_chunks=lambda repo: self.store.delete_repo(repo),
             clone_url=self.clone_url,
             git_token=self.git_token,
-            admins=parse_admins(self.bot.admins, self.acl.admin_ids),
+            admins=parse_admins(self.bot.admins),
             link_url=self._link_url if self.acl.github_oauth_client_id else None,
         )
 

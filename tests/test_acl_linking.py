@@ -104,3 +104,45 @@ def test_linking_needs_an_oauth_app(tmp_path: Path) -> None:
     settings = AclSettings(database_url=f"sqlite:///{tmp_path / 'acl.db'}")
     with pytest.raises(ConfigError, match="OAUTH_CLIENT_ID"):
         OAuthLinker(settings, AclStore(settings.database_url))
+
+
+async def test_oauth_callback_route_links_the_user_over_http(
+    server: FakeGitHubServer, tmp_path: Path
+) -> None:
+    """GitHub's redirect to /github/oauth/callback on `codeask serve` completes the link."""
+    import aiohttp
+    from aiohttp.test_utils import TestServer
+
+    from bot.server import create_app
+    from bot.services import Services
+    from bot.settings import BotSettings
+    from indexer.settings import IndexerSettings
+
+    acl = AclSettings(
+        github_api_url=server.url,
+        github_web_url=server.url,
+        github_oauth_client_id="client-id",
+        github_oauth_client_secret="client-secret",
+        database_url=f"sqlite:///{tmp_path / 'acl.db'}",
+    )
+    services = Services(BotSettings(), acl, IndexerSettings(data_dir=tmp_path / "data"))
+    url = OAuthLinker(acl, services.acl_store).start(Principal("teams", "aad-1"))
+    server.fake.oauth_codes["code-9"] = "alice"
+    async with (
+        TestServer(create_app(services, reconcile_seconds=0)) as http,
+        aiohttp.ClientSession() as session,
+    ):
+        ok = await session.get(
+            http.make_url("/github/oauth/callback"),
+            params={"state": state_of(url), "code": "code-9"},
+        )
+        assert ok.status == 200
+        assert "Linked to GitHub account alice" in await ok.text()
+        replay = await session.get(
+            http.make_url("/github/oauth/callback"),
+            params={"state": state_of(url), "code": "code-9"},
+        )
+        assert replay.status == 400
+        assert "expired or was already used" in await replay.text()
+    link = services.acl_store.identity("teams", "aad-1")
+    assert link is not None and link.github_login == "alice"
