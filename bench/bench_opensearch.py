@@ -105,7 +105,8 @@ def load(store: SearchBackend, total: int, seed: int) -> float:
         started = time.perf_counter()
         store.apply_changes(repo, [], chunks, vectors, state)
         spent += time.perf_counter() - started
-        print(f"  {store.__class__.__name__}: {(r + 1) * per_repo} chunks", flush=True)
+        if (r + 1) % 10 == 0:
+            print(f"  {store.__class__.__name__}: {(r + 1) * per_repo} chunks", flush=True)
     return spent
 
 
@@ -168,18 +169,19 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", action="store_true", help="keep the OpenSearch index")
     args = parser.parse_args()
-    results = []
+    rows = [
+        "| store | chunks | index chunks/s | hybrid p50 ms | hybrid p95 ms |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         for total in (int(s) for s in args.sizes.split(",")):
             for kind in args.stores.split(","):
-                results.append(run(kind, total, args, Path(tmp)))
-    print("\n| store | chunks | index chunks/s | hybrid p50 ms | hybrid p95 ms |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    for r in results:
-        print(
-            f"| {r.store} | {r.chunks:,} | {r.chunks_per_second:,.0f} | "
-            f"{r.p50_ms:.1f} | {r.p95_ms:.1f} |"
-        )
+                r = run(kind, total, args, Path(tmp))
+                rows.append(
+                    f"| {r.store} | {r.chunks:,} | {r.chunks_per_second:,.0f} | "
+                    f"{r.p50_ms:.1f} | {r.p95_ms:.1f} |"
+                )
+                print("\n".join(rows), flush=True)  # each row as soon as it is measured
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,6 +51,15 @@ def neighbours_of(chunk: Chunk, pool: Sequence[Chunk]) -> list[Chunk]:
     return found
 
 
+def pair_texts(chunks: Sequence[Chunk], token_count: Callable[[str], int]) -> list[str]:
+    """The text scored for each candidate; tiny ones borrow their neighbours' lines."""
+    texts = []
+    for chunk in chunks:
+        tiny = token_count(chunk.text) < TINY_TOKENS
+        texts.append(pair_text(chunk, neighbours_of(chunk, chunks) if tiny else ()))
+    return texts
+
+
 class CrossEncoderReranker:
     """A sentence-transformers ``CrossEncoder`` loaded from a folder or a hub name."""
 
@@ -72,19 +81,14 @@ class CrossEncoderReranker:
     def name(self) -> str:
         return self._name
 
-    def _token_count(self, text: str) -> int:
+    def token_count(self, text: str) -> int:
         return len(self._model.tokenizer.tokenize(text))
 
     def score(self, question: str, hits: Sequence[Hit]) -> list[float]:
         if not hits:
             return []
-        pool = [h.chunk for h in hits]
-        pairs = []
-        for chunk in pool:
-            context: list[Chunk] = []
-            if self._token_count(chunk.text) < TINY_TOKENS:
-                context = neighbours_of(chunk, pool)
-            pairs.append((question, pair_text(chunk, context)))
+        texts = pair_texts([h.chunk for h in hits], self.token_count)
+        pairs = [(question, text) for text in texts]
         with self._lock:
             scores = self._model.predict(
                 pairs, batch_size=self._batch_size, show_progress_bar=False

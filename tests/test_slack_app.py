@@ -32,9 +32,13 @@ PRIVATE_QUESTION = "how do we rotate the master encryption key?"
 def _final(call: Call) -> bool:
     """The finished answer: a message carrying the feedback buttons."""
     blocks = call.args.get("blocks") or []
-    return call.method in ("chat.update", "chat.postMessage", "response_url") and any(
-        b.get("type") == "actions" and b.get("block_id", "").startswith("codeask_answer:")
-        for b in blocks
+    return (
+        call.status == 200
+        and call.method in ("chat.update", "chat.postMessage", "response_url")
+        and any(
+            b.get("type") == "actions" and b.get("block_id", "").startswith("codeask_answer:")
+            for b in blocks
+        )
     )
 
 

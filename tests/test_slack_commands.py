@@ -50,8 +50,10 @@ async def _command(world: World, text: str, user: str) -> Call:
 
 def _final(call: Call) -> bool:
     blocks = call.args.get("blocks") or []
-    return call.method == "chat.update" and any(
-        b.get("block_id", "").startswith("codeask_answer:") for b in blocks
+    return (
+        call.status == 200
+        and call.method == "chat.update"
+        and any(b.get("block_id", "").startswith("codeask_answer:") for b in blocks)
     )
 
 

@@ -30,6 +30,7 @@ _LINE_COMMENT = re.compile(r"^\s*(//+|#+)\s?")
 _MENTION = re.compile(r"(?::[\w:]+:)?`{1,2}~?([A-Za-z_$][\w$.]*)(?:\(\))?`{1,2}")
 _INLINE_TAG = re.compile(r"\{@\w+\s+([^}]*)\}")
 _HTML = re.compile(r"</?\w+[^>]*>")
+_HEADING_LINE = re.compile(r"^\s*(#{1,6}\s|[=\-~^\"'`#*+]{3,}\s*$)")
 _FIELD = re.compile(r"^\s*(@\w+|:(param|type|return|returns|rtype|raises)\b)")
 _COMMON = frozenset(
     {
@@ -179,6 +180,23 @@ def _resolve(name: str, index: dict[str, list[Chunk]]) -> Chunk | None:
     return None
 
 
+def _is_changelog(path: str) -> bool:
+    """Release notes name many symbols in one breath; they describe no single definition."""
+    name = path.rsplit("/", 1)[-1].upper()
+    return name.startswith(("CHANGES", "CHANGELOG", "HISTORY", "NEWS", "RELEASE")) or (
+        "/CHANGES" in path.upper() or "/CHANGELOG" in path.upper()
+    )
+
+
+def _plausible_name(name: str) -> bool:
+    """Skip code-marked English words (`start`, `value`): a bare short lowercase word is ambiguous."""
+    bare = name.split(".")[-1]
+    if len(bare) < 3 or keyword.iskeyword(bare) or bare.lower() in _COMMON:
+        return False
+    distinctive = "." in name or "_" in bare or not bare.islower() or len(bare) >= 6
+    return distinctive
+
+
 def _is_prose(paragraph: str) -> bool:
     first = paragraph.lstrip()
     return not (
@@ -191,10 +209,11 @@ def docs_pairs(chunks: Sequence[Chunk], time: float) -> list[TrainingPair]:
     index = definitions_by_name(chunks)
     pairs = []
     for chunk in chunks:
-        if chunk.kind != "docs":
+        if chunk.kind != "docs" or _is_changelog(chunk.path):
             continue
-        for paragraph in re.split(r"\n\s*\n", chunk.text):
-            if not _is_prose(paragraph):
+        for block in re.split(r"\n\s*\n", chunk.text):
+            paragraph = "\n".join(ln for ln in block.split("\n") if not _HEADING_LINE.match(ln))
+            if not paragraph.strip() or not _is_prose(paragraph):
                 continue
             query = " ".join(_MENTION.sub(r"\1", paragraph).split())[:MAX_QUERY_CHARS]
             if len(query.split()) < MIN_WORDS + 1:
@@ -202,8 +221,7 @@ def docs_pairs(chunks: Sequence[Chunk], time: float) -> list[TrainingPair]:
             seen: list[str] = []
             for m in _MENTION.finditer(paragraph):
                 name = m.group(1)
-                bare = name.split(".")[-1]
-                if len(bare) < 3 or keyword.iskeyword(bare) or bare.lower() in _COMMON:
+                if not _plausible_name(name):
                     continue
                 target = _resolve(name, index)
                 if target is None or target.id in seen:

@@ -118,7 +118,7 @@ def commit_pairs(
         touched: list[Chunk] = []
         for path, ranges in touched_lines(root, commit.sha).items():
             for chunk in file_chunks_at(root, repo, commit.sha, path):
-                if chunk.kind in _DEFINITION_KINDS and _overlaps(chunk, ranges):
+                if is_definition(chunk) and _overlaps(chunk, ranges):
                     touched.append(chunk)
         if not touched:
             stats.skip("no definition touched")
@@ -138,6 +138,11 @@ def commit_pairs(
                 )
             )
     return pairs
+
+
+def is_definition(chunk: Chunk) -> bool:
+    """A named function, method or class in source (not a module-level remainder)."""
+    return chunk.kind in _DEFINITION_KINDS and bool(chunk.symbol) and chunk.symbol != "<module>"
 
 
 def target_of(chunk: Chunk) -> Target:
