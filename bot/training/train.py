@@ -204,7 +204,7 @@ def train_reranker(
         position += len(batch)
         step += 1
         seconds += time.perf_counter() - step_started
-        loss_sum, loss_n = loss_sum + float(loss), loss_n + 1
+        loss_sum, loss_n = loss_sum + float(loss.detach()), loss_n + 1
         if time.perf_counter() - last_checkpoint >= config.checkpoint_seconds:
             save_checkpoint()
             last_checkpoint = time.perf_counter()
