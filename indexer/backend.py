@@ -70,11 +70,10 @@ def assert_allowed(hits: Sequence[Hit], repos: frozenset[str]) -> None:
             )
 
 
-def top_k_cosine(matrix: np.ndarray, query: np.ndarray, n: int) -> list[int]:
-    """Row indices of the ``n`` best rows by dot product (rows and query are normalised)."""
-    if matrix.shape[0] == 0 or n <= 0:
+def top_k_indices(scores: np.ndarray, n: int) -> list[int]:
+    """Positions of the ``n`` highest scores, best first (ties keep their order)."""
+    if scores.shape[0] == 0 or n <= 0:
         return []
-    scores = matrix @ query
     if n < len(scores):
         part = np.argpartition(-scores, n - 1)[:n]
         return [int(i) for i in part[np.argsort(-scores[part], kind="stable")]]

@@ -71,8 +71,9 @@ class SentenceTransformerEmbedder:
                 f"Cannot load embedding model {model!r}: {exc}. Set CODEASK_EMBED_MODEL to a "
                 "local sentence-transformers folder (no model hub is reachable offline)."
             ) from exc
-        get_dim = getattr(self._model, "get_embedding_dimension", None) or getattr(
-            self._model, "get_sentence_embedding_dimension"
+        get_dim = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
         )
         dim = get_dim()
         if dim is None:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
-from indexer.backend import fuse, top_k_cosine
+from indexer.backend import fuse, top_k_indices
 from indexer.errors import ConfigError, StoreUnavailable
 from indexer.models import Chunk, Hit, RepoState, SearchRequest
 from indexer.tokens import code_tokens, query_terms
@@ -36,8 +38,9 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_repo_path ON chunks (repo, path);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
-    symbol, path, header, body, tokenize = "unicode61 tokenchars '_'"
+    symbol, path, header, body, repo, tokenize = "unicode61 tokenchars '_'"
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab (chunks_fts, 'row');
 CREATE TABLE IF NOT EXISTS repos (
     repo TEXT PRIMARY KEY,
     commit_sha TEXT NOT NULL,
@@ -47,18 +50,32 @@ CREATE TABLE IF NOT EXISTS repos (
     config_version TEXT NOT NULL DEFAULT ''
 );
 """
-# BM25 column weights: symbol, path, header, body.
-_BM25_WEIGHTS = (4.0, 2.0, 1.0, 1.0)
+# BM25 column weights: symbol, path, header, body (repo is a filter, never scored).
+_BM25_WEIGHTS = (4.0, 2.0, 1.0, 1.0, 0.0)
+# Query terms in more than this share of the chunks carry almost no BM25 weight but make
+# the query score most of the index; they are dropped when rarer terms remain.
+_COMMON_TERM_SHARE = 0.2
+_PRUNE_FROM_CHUNKS = 20_000  # below this every term is cheap enough to keep
+FTS_VERSION = "2"
+
+
+def repo_token(repo: str) -> str:
+    """The single FTS token that stands for a repository in the ``repo`` column."""
+    return "r" + hashlib.sha1(repo.encode()).hexdigest()[:16]
+
+
 _COLUMNS = "id, repo, path, start_line, end_line, symbol, language, kind, visibility, commit_sha, blob_sha, header, text"
 
 
-def fts_document(chunk: Chunk) -> tuple[str, str, str, str]:
-    """The four FTS columns: code tokens (identifiers whole and split) of each field."""
+def fts_document(chunk: Chunk) -> tuple[str, str, str, str, str]:
+    """The FTS columns: code tokens (identifiers whole and split) of each field, and the
+    repository token that the access filter matches inside the full-text query."""
     return (
         " ".join(code_tokens(chunk.symbol)),
         " ".join(code_tokens(chunk.path)),
         " ".join(code_tokens(chunk.header)),
         " ".join(code_tokens(chunk.text)),
+        repo_token(chunk.repo),
     )
 
 
@@ -88,8 +105,10 @@ class SqliteStore:
         self.path = path
         self._local = threading.local()
         self._vectors_lock = threading.Lock()
-        self._vectors: tuple[str, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="sqlite-bm25")
+        self._vectors: tuple[str, np.ndarray, np.ndarray, dict[str, tuple[int, int]]] | None = None
         self._conn().executescript(_SCHEMA)
+        self._upgrade_fts()
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -108,6 +127,31 @@ class SqliteStore:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+    def _upgrade_fts(self) -> None:
+        """Rebuild the full-text index from the stored chunks when its layout is older.
+
+        The version is recorded last, so an interrupted rebuild is simply done again."""
+        conn = self._conn()
+        row = conn.execute("SELECT value FROM meta WHERE key = 'fts_version'").fetchone()
+        if row is not None and row[0] == FTS_VERSION:
+            return
+        conn.execute("DROP TABLE IF EXISTS chunks_vocab")
+        conn.execute("DROP TABLE IF EXISTS chunks_fts")
+        conn.executescript(_SCHEMA)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rows = conn.execute(f"SELECT rowid, {_COLUMNS} FROM chunks").fetchall()
+            conn.executemany(
+                "INSERT INTO chunks_fts (rowid, symbol, path, header, body, repo) "
+                "VALUES (?,?,?,?,?,?)",
+                [(r[0], *fts_document(_row_to_chunk(r[1:]))) for r in rows],
+            )
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('fts_version', ?)", (FTS_VERSION,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     # --- schema ---------------------------------------------------------------------
 
@@ -169,7 +213,8 @@ class SqliteStore:
                     ),
                 )
                 conn.execute(
-                    "INSERT INTO chunks_fts (rowid, symbol, path, header, body) VALUES (?,?,?,?,?)",
+                    "INSERT INTO chunks_fts (rowid, symbol, path, header, body, repo) "
+                    "VALUES (?,?,?,?,?,?)",
                     (cur.lastrowid, *fts_document(chunk)),
                 )
             count = conn.execute("SELECT count(*) FROM chunks WHERE repo = ?", (repo,)).fetchone()[
@@ -244,42 +289,61 @@ class SqliteStore:
         return out
 
     def bm25(self, text: str, repos: frozenset[str], n: int) -> list[str]:
-        terms = query_terms(text)
+        terms = self._informative_terms(query_terms(text))
         if not terms or not repos:
             return []
-        match = " OR ".join(f'"{t}"' for t in terms)
-        marks = ",".join("?" * len(repos))
+        # The repository filter is part of the full-text query itself, so BM25 ranks only
+        # chunks the caller may read (no top-k is ever filtered afterwards).
+        allowed = " OR ".join(repo_token(r) for r in sorted(repos))
+        match = "(" + " OR ".join(f'"{t}"' for t in terms) + f") AND repo : ({allowed})"
         rows = self._conn().execute(
-            f"SELECT c.id FROM chunks_fts JOIN chunks c ON c.rowid = chunks_fts.rowid "
-            f"WHERE chunks_fts MATCH ? AND c.repo IN ({marks}) "
-            f"ORDER BY bm25(chunks_fts, {', '.join(map(str, _BM25_WEIGHTS))}) LIMIT ?",
-            (match, *sorted(repos), n),
+            "SELECT c.id FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+            f"ORDER BY bm25(chunks_fts, {', '.join(map(str, _BM25_WEIGHTS))}) LIMIT ?) AS f "
+            "JOIN chunks c ON c.rowid = f.rowid",
+            (match, n),
         )
-        return [str(r[0]) for r in rows]
+        ids = [str(r[0]) for r in rows]
+        return ids
+
+    def _informative_terms(self, terms: list[str]) -> list[str]:
+        if len(terms) < 2:
+            return terms
+        conn = self._conn()
+        total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0] or 1
+        if total < _PRUNE_FROM_CHUNKS:
+            return terms
+        marks = ",".join("?" * len(terms))
+        df = dict(
+            conn.execute(f"SELECT term, doc FROM chunks_vocab WHERE term IN ({marks})", terms)
+        )
+        kept = [t for t in terms if df.get(t, 0) <= _COMMON_TERM_SHARE * total]
+        return kept or [min(terms, key=lambda t: df.get(t, 0))]
 
     def knn(self, vector: np.ndarray, repos: frozenset[str], n: int) -> list[str]:
+        """Exact k-NN over the allowed repositories only (each is one contiguous block)."""
         if not repos:
             return []
-        ids, matrix, by_repo = self._vector_matrix()
-        rows = [by_repo[r] for r in sorted(repos) if r in by_repo]
-        if not rows:
+        ids, matrix, blocks = self._vector_matrix()
+        spans = [blocks[r] for r in sorted(repos) if r in blocks]
+        if not spans or n <= 0:
             return []
-        allowed = np.concatenate(rows)
-        best = top_k_cosine(matrix[allowed], np.asarray(vector, dtype=np.float32), n)
-        return [str(ids[allowed[i]]) for i in best]
+        query = np.asarray(vector, dtype=np.float32)
+        scores = np.concatenate([matrix[a:b] @ query for a, b in spans])
+        offsets = np.concatenate([np.arange(a, b) for a, b in spans])
+        best = top_k_indices(scores, n)
+        return [str(ids[offsets[i]]) for i in best]
 
-    def _vector_matrix(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """All vectors in memory, reloaded when the index changed since the last load."""
+    def _vector_matrix(self) -> tuple[np.ndarray, np.ndarray, dict[str, tuple[int, int]]]:
+        """All vectors in memory ordered by repository, reloaded after the index changed."""
         conn = self._conn()
         row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         generation = row[0] if row else ""
         with self._vectors_lock:
             if self._vectors is None or self._vectors[0] != generation:
                 rows = conn.execute(
-                    "SELECT id, repo, embedding FROM chunks ORDER BY rowid"
+                    "SELECT id, repo, embedding FROM chunks ORDER BY repo, rowid"
                 ).fetchall()
                 ids = np.array([r[0] for r in rows], dtype=object)
-                repos = [r[1] for r in rows]
                 matrix = (
                     np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(
                         len(rows), -1
@@ -287,24 +351,24 @@ class SqliteStore:
                     if rows
                     else np.zeros((0, 1), dtype=np.float32)
                 )
-                by_repo: dict[str, list[int]] = {}
-                for i, repo in enumerate(repos):
-                    by_repo.setdefault(repo, []).append(i)
-                self._vectors = (
-                    generation,
-                    ids,
-                    matrix,
-                    {r: np.array(v, dtype=np.int64) for r, v in by_repo.items()},
-                )
-            _, ids, matrix, by_repo_arr = self._vectors
-        return ids, matrix, by_repo_arr
+                blocks: dict[str, tuple[int, int]] = {}
+                for i, r in enumerate(rows):
+                    start, _ = blocks.get(r[1], (i, i))
+                    blocks[r[1]] = (start, i + 1)
+                self._vectors = (generation, ids, matrix, blocks)
+            _, ids, matrix, blocks = self._vectors
+        return ids, matrix, blocks
 
     def search(self, request: SearchRequest) -> list[Hit]:
         ranked: dict[str, list[str]] = {}
+        # BM25 (SQLite) and k-NN (numpy) both release the GIL: run them side by side.
+        pending = None
         if "bm25" in request.lists:
-            ranked["bm25"] = self.bm25(request.text, request.repos, request.candidates)
+            pending = self._pool.submit(self.bm25, request.text, request.repos, request.candidates)
         if "knn" in request.lists and request.embedding is not None:
             vector = np.asarray(request.embedding, dtype=np.float32)
             ranked["knn"] = self.knn(vector, request.repos, request.candidates)
+        if pending is not None:
+            ranked = {"bm25": pending.result(), **ranked}
         ids = list(dict.fromkeys(i for lst in ranked.values() for i in lst))
         return fuse(request, ranked, self.fetch(ids))
