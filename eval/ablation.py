@@ -137,6 +137,7 @@ def run_ablations(
     k: int = 10,
     say: Say | None = None,
     roots: Mapping[str, Path] | None = None,
+    variants: Sequence[Variant] = VARIANTS,
 ) -> tuple[list[RunResult], list[str]]:
     """Every configuration of ``VARIANTS`` that can run here, and notes on the skipped ones.
 
@@ -154,7 +155,7 @@ def run_ablations(
         notes.append(note)
     results: list[RunResult] = []
     queries = SharedQueryVectors(embedder)
-    for variant in VARIANTS:
+    for variant in variants:
         if variant.rerank and reranker is None:
             continue
         if variant.index not in built:

@@ -10,7 +10,6 @@ from pathlib import Path
 from rich.console import Console
 
 from eval.ablation import run_ablations
-from eval.corpora import DownloadError
 from eval.goldens import REPO_ROOT, load_many, source_roots
 from eval.harness import (
     JSON_SCHEMA_VERSION,
@@ -26,7 +25,6 @@ from eval.metrics import Question
 from eval.report import latency_line, table_caption, terminal_table, write_report
 from indexer.backend import SearchBackend
 from indexer.embedding import Embedder, load_embedder
-from indexer.errors import UpstreamUnavailable
 from indexer.search import Searcher
 from indexer.settings import IndexerSettings
 from indexer.stores import open_embedding_cache, open_store
@@ -42,10 +40,7 @@ def index_golden_repos(
     err: Console,
 ) -> None:
     """Index the pinned source of every repository the questions ask about."""
-    try:
-        roots = source_roots({q.repo for q in questions})
-    except DownloadError as exc:
-        raise UpstreamUnavailable(f"Could not download the evaluation corpora: {exc}") from exc
+    roots = source_roots({q.repo for q in questions})
     for report in index_corpora(roots, store, embedder, open_embedding_cache(settings)):
         err.print(
             f"indexed {report.repo}: {report.files} files, {report.chunks} chunks written "

@@ -6,9 +6,9 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from eval.corpora import DEFAULT_DEST, ensure_corpora
+from eval.corpora import DEFAULT_DEST, DownloadError, ensure_corpora
 from eval.metrics import GoldPlace, Question
-from indexer.errors import InvalidInput
+from indexer.errors import InvalidInput, UpstreamUnavailable
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 GOLDEN_DIR = REPO_ROOT / "eval" / "golden"
@@ -67,11 +67,17 @@ def load_many(paths: Iterable[Path]) -> list[Question]:
 
 
 def source_roots(repos: Iterable[str], dest: Path = DEFAULT_DEST) -> dict[str, Path]:
-    """The folder to index for each golden repo name (pinned corpora are downloaded)."""
+    """The folder to index for each golden repo name (pinned corpora are downloaded).
+
+    A failed download is ``UpstreamUnavailable``; a bad digest stays a ``CorpusError``.
+    """
     wanted = set(repos)
     roots: dict[str, Path] = {}
     if wanted - {SELF_REPO}:
-        roots.update(ensure_corpora(dest))
+        try:
+            roots.update(ensure_corpora(dest))
+        except DownloadError as exc:
+            raise UpstreamUnavailable(f"Could not download the evaluation corpora: {exc}") from exc
     roots[SELF_REPO] = REPO_ROOT
     unknown = wanted - set(roots)
     if unknown:

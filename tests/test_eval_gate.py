@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from eval import baseline as baseline_mod
-from eval.corpora import DownloadError
 from eval.goldens import GOLDEN_DIR, load_many, source_roots
 from eval.harness import RunResult, evaluate, searcher_ranker
 from eval.indexes import index_corpora
 from eval.settings import EvalSettings
 from indexer.embed_cache import SqliteEmbeddingCache
+from indexer.errors import UpstreamUnavailable
 from indexer.search import Searcher
 from indexer.sqlite_store import SqliteStore
 
@@ -39,7 +39,7 @@ def indexed_corpora(tmp_path_factory: pytest.TempPathFactory, embedder) -> Index
     questions = load_many(sorted(GOLDEN_DIR.glob("*.jsonl")))
     try:
         roots = source_roots({q.repo for q in questions})
-    except DownloadError as exc:  # only a network failure skips
+    except UpstreamUnavailable as exc:  # only a network failure skips
         pytest.skip(f"corpora could not be downloaded (no network?): {exc}")
     data = tmp_path_factory.mktemp("eval-data")
     store = SqliteStore(data / "codeask.db")
