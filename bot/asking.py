@@ -223,15 +223,11 @@ def build_pipeline(services: Services) -> AnswerPipeline:
     """The production pipeline: configured embedder, store, reranker and language model."""
     from bot.pipeline import AnswerPipeline
     from bot.rerank import load_reranker
-    from indexer.embedding import load_embedder
-    from indexer.search import Searcher
+    from indexer.stores import open_searcher
 
     settings = services.indexer
-    embedder = load_embedder(
-        settings.embed_model, settings.embed_threads, settings.embed_batch_size
-    )
     return AnswerPipeline(
-        Searcher(services.store, embedder),
+        open_searcher(settings, services.store),
         services.bot,
         reranker=load_reranker(services.bot, settings.data_path),
     )

@@ -29,15 +29,10 @@ def _settings() -> IndexerSettings:
 
 
 def _open(settings: IndexerSettings):
-    from indexer.embedding import load_embedder
-    from indexer.search import Searcher
-    from indexer.stores import open_store
+    from indexer.stores import open_searcher
 
-    store = open_store(settings)
-    embedder = load_embedder(
-        settings.embed_model, settings.embed_threads, settings.embed_batch_size
-    )
-    return store, embedder, Searcher(store, embedder)
+    searcher = open_searcher(settings)
+    return searcher.backend, searcher.embedder, searcher
 
 
 @app.command()
@@ -208,16 +203,14 @@ def migrate_index(
     ] = False,
 ) -> None:
     """OpenSearch: build the next index version for this configuration and move the alias."""
-    from indexer.embedding import load_embedder
     from indexer.opensearch_migrate import migrate
     from indexer.opensearch_store import OpenSearchStore
+    from indexer.stores import open_embedder
 
     settings = _settings()
     if settings.store != "opensearch":
         raise typer.BadParameter("only for CODEASK_STORE=opensearch")
-    embedder = load_embedder(
-        settings.embed_model, settings.embed_threads, settings.embed_batch_size
-    )
+    embedder = open_embedder(settings)
     done = migrate(
         OpenSearchStore.from_settings(settings), embedder.dimension, delete_old=delete_old
     )

@@ -45,16 +45,13 @@ def worker(
 ) -> None:
     """Take indexing jobs from the queue until stopped (several workers may run at once)."""
     from bot.services import Services
-    from indexer.embedding import load_embedder
-    from indexer.stores import open_embedding_cache
+    from indexer.stores import open_embedder, open_embedding_cache
     from indexer.worker import Worker, WorkerConfig
 
     _logging()
     services = Services()
     settings = services.indexer
-    embedder = load_embedder(
-        settings.embed_model, settings.embed_threads, settings.embed_batch_size
-    )
+    embedder = open_embedder(settings)
     work = Worker(
         services.engine,
         services.store,

@@ -36,7 +36,6 @@ from bot.rerank import Reranker
 from bot.retrieval_cache import Retrieval, RetrievalCache, cache_key, index_generation
 from bot.settings import BotSettings
 from indexer.backend import assert_allowed
-from indexer.embedding import embedding_text
 from indexer.models import Chunk
 from indexer.search import Searcher
 
@@ -130,7 +129,7 @@ class AnswerPipeline:
         with self._vectors_lock:
             missing = [c for c in chunks if c.id not in self._chunk_vectors]
         if missing:
-            fresh = self.searcher.embedder.embed([embedding_text(c) for c in missing])
+            fresh = self.searcher.chunk_vectors(missing)
             with self._vectors_lock:
                 for c, v in zip(missing, fresh, strict=True):
                     self._chunk_vectors[c.id] = v
@@ -139,7 +138,7 @@ class AnswerPipeline:
         with self._vectors_lock:
             found = [self._chunk_vectors.get(c.id) for c in chunks]
         if any(v is None for v in found):  # evicted by another thread meanwhile: recompute
-            return self.searcher.embedder.embed([embedding_text(c) for c in chunks])
+            return self.searcher.chunk_vectors(chunks)
         return np.stack([v for v in found if v is not None]) if found else np.zeros((0, 1))
 
     # --- answering ----------------------------------------------------------------------

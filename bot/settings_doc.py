@@ -12,7 +12,7 @@ SETTINGS_CLASSES = (
     "acl.settings:AclSettings",
     "bot.settings:BotSettings",
 )
-SECRET_WORDS = ("token", "secret", "password", "key")
+SECRET_SUFFIXES = ("_token", "_secret", "_password", "_key", "_key_path")
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,8 @@ def all_settings() -> list[SettingDoc]:
                     env=env,
                     default=shown,
                     owner=cls.__name__,
-                    secret=any(w in name for w in SECRET_WORDS),
+                    secret=name.endswith(SECRET_SUFFIXES) and field.repr is not True
+                    or field.repr is False,
                 )
             )
     return rows

@@ -10,6 +10,7 @@ import numpy as np
 from indexer.errors import AccessDenied
 from indexer.fusion import rrf
 from indexer.models import Chunk, Hit, RepoState, SearchRequest
+from indexer.query import LIST_WEIGHTS, kind_weights
 
 
 class SearchBackend(Protocol):
@@ -49,14 +50,18 @@ def fuse(
     ranked: dict[str, list[str]],
     fetch: Iterable[Chunk],
 ) -> list[Hit]:
-    """RRF over the ranked id lists, then the access check on every hit that survives."""
+    """Weighted RRF over the ranked id lists, adjusted by what the question asks for (tests
+    and docs rank lower for implementation questions), then the access check on every hit."""
     by_id = {c.id: c for c in fetch}
+    multipliers = kind_weights(request.text)
     hits = []
-    for doc_id, score, ranks in rrf(ranked)[: request.k]:
+    for doc_id, score, ranks in rrf(ranked, weights=LIST_WEIGHTS):
         chunk = by_id.get(doc_id)
         if chunk is None:
             continue  # deleted between the two reads
-        hits.append(Hit(chunk=chunk, score=score, ranks=ranks))
+        hits.append(Hit(chunk=chunk, score=score * multipliers.get(chunk.kind, 1.0), ranks=ranks))
+    hits.sort(key=lambda h: (-h.score, h.chunk.id))
+    hits = hits[: request.k]
     assert_allowed(hits, request.repos)
     return hits
 

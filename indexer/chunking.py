@@ -24,7 +24,7 @@ from indexer.spans import (
 )
 
 CONTAINER_SPLIT_LINES = 60  # a class longer than this is chunked member by member
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"
 
 _NAME_TYPES = frozenset(
     {
@@ -84,7 +84,7 @@ def chunk_file(
         spans = config_spans(path, lines, language)
     else:
         spans = window_spans(lines, 0, len(lines) - 1, PurePosixPath(path).name)
-    imports = [ln.strip() for ln in lines[:200] if IMPORT_LINE.match(ln)][:8]
+    imports = [ln.strip().rstrip(";") for ln in lines[:200] if IMPORT_LINE.match(ln)][:8]
     kind = kind_for(path, language)
     chunks = []
     for span in spans:
@@ -193,7 +193,12 @@ class _CodeWalker:
             if expr.type == "assignment_expression":
                 left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
                 if left is not None and right is not None and right.type in _FUNCTION_VALUES:
-                    self.definition(expr, node, scope, name=_text(left), value=right)
+                    # `module.exports = class Application …` is known by the class's own name.
+                    class_name = (
+                        right.child_by_field_name("name") if right.type == "class" else None
+                    )
+                    name = _text(class_name) if class_name is not None else _text(left)
+                    self.definition(expr, node, scope, name=name, value=right)
                     return True
         return False
 
@@ -236,13 +241,23 @@ class _CodeWalker:
         start: int = node.start_point[0]
         prev = node.prev_named_sibling
         allowed = self.grammar.comments | self.grammar.prefixes
-        while prev is not None and prev.type in allowed and _end_row(prev) >= start - 1:
+        while prev is not None and prev.type in allowed and self._adjacent(prev, start):
             row = prev.start_point[0]
             if self.lines[row][: prev.start_point[1]].strip():
                 break  # a trailing comment of the previous statement
             start = row
             prev = prev.prev_named_sibling
         return start
+
+    def _adjacent(self, prev: Any, start: int) -> bool:
+        """Whether ``prev`` ends right above row ``start``; a doc comment (``/**``, ``///``)
+        may be separated from its definition by one blank line."""
+        end = _end_row(prev)
+        if end >= start - 1:
+            return True
+        text = self.lines[prev.start_point[0]].lstrip()
+        is_doc = text.startswith(("/**", "///", "//!", '"""'))
+        return is_doc and end == start - 2 and not self.lines[start - 1].strip()
 
     def _name_of(self, node: Any) -> str | None:
         if node.type == "method_declaration" and self.language == "go":

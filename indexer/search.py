@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from threading import Lock
 
+import numpy as np
+
 from indexer.backend import SearchBackend
-from indexer.embedding import Embedder
-from indexer.models import Hit, SearchRequest
+from indexer.embedding import Embedder, EmbeddingCache, cache_key, embedding_text
+from indexer.models import Chunk, Hit, SearchRequest
 
 
 class Searcher:
     """Embeds the question (cached) and runs one filtered hybrid query on the store."""
 
-    def __init__(self, backend: SearchBackend, embedder: Embedder, cache_size: int = 512) -> None:
+    def __init__(
+        self,
+        backend: SearchBackend,
+        embedder: Embedder,
+        cache_size: int = 512,
+        vectors: EmbeddingCache | None = None,
+    ) -> None:
         self.backend = backend
         self.embedder = embedder
+        self.vectors = vectors
         self._cache: OrderedDict[str, tuple[float, ...]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = Lock()
@@ -31,6 +41,20 @@ class Searcher:
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return vector
+
+    def chunk_vectors(self, chunks: Sequence[Chunk]) -> np.ndarray:
+        """The indexed vectors of ``chunks``: from the embedding cache, embedded if absent."""
+        texts = [embedding_text(c) for c in chunks]
+        keys = [cache_key(self.embedder.name, t) for t in texts]
+        found = self.vectors.get_many(keys) if self.vectors is not None else {}
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        if missing:
+            fresh = self.embedder.embed([texts[i] for i in missing])
+            for i, vector in zip(missing, fresh, strict=True):
+                found[keys[i]] = vector
+        if not keys:
+            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32)
 
     def search(
         self,

@@ -38,7 +38,7 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_repo_path ON chunks (repo, path);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
-    symbol, path, header, body, repo, tokenize = "unicode61 tokenchars '_'"
+    symbol, path, header, body, repo, tokenize = "porter unicode61 tokenchars '_'"
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab (chunks_fts, 'row');
 CREATE TABLE IF NOT EXISTS repos (
@@ -56,7 +56,7 @@ _BM25_WEIGHTS = (4.0, 2.0, 1.0, 1.0, 0.0)
 # the query score most of the index; they are dropped when rarer terms remain.
 _COMMON_TERM_SHARE = 0.2
 _PRUNE_FROM_CHUNKS = 20_000  # below this every term is cheap enough to keep
-FTS_VERSION = "2"
+FTS_VERSION = "3"
 
 
 def repo_token(repo: str) -> str:

@@ -1,0 +1,33 @@
+"""Ranking adjustments by what the question asks for."""
+
+from __future__ import annotations
+
+from indexer.backend import fuse
+from indexer.models import Chunk, SearchRequest
+from indexer.query import kind_weights
+
+
+def chunk(path: str, kind: str) -> Chunk:
+    return Chunk("acme/app", path, 1, 3, "x = 1", "x", "python", kind)
+
+
+def test_implementation_questions_rank_tests_and_docs_lower() -> None:
+    weights = kind_weights("how is the retry delay computed?")
+    assert weights["test"] < 1.0 and weights["docs"] < 1.0
+    assert kind_weights("where is the retry delay tested?")["test"] == 1.0
+    assert kind_weights("what does the README say about installing?")["docs"] == 1.0
+
+
+def test_fusion_prefers_source_but_keeps_tests_and_docs() -> None:
+    src, test, doc = (
+        chunk("app/retry.py", "source"),
+        chunk("tests/test_retry.py", "test"),
+        chunk("docs/retry.md", "docs"),
+    )
+    request = SearchRequest("how is the retry delay computed", frozenset({"acme/app"}), k=3)
+    ranked = {"bm25": [test.id, doc.id, src.id], "knn": [test.id, doc.id, src.id]}
+    hits = fuse(request, ranked, [src, test, doc])
+    assert hits[0].chunk.kind == "source"
+    assert {h.chunk.kind for h in hits} == {"source", "test", "docs"}  # lower, never hidden
+    asked = SearchRequest("where is the retry delay tested", frozenset({"acme/app"}), k=3)
+    assert fuse(asked, ranked, [src, test, doc])[0].chunk.kind == "test"
