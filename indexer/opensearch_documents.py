@@ -10,7 +10,7 @@ from indexer.models import Chunk, RepoState, SearchRequest
 from indexer.tokens import query_terms
 
 # Mirrors the embedded store's FTS5 column weights (symbol, path, header, body).
-BM25_FIELDS = ("symbol^4", "path.words^2", "header", "text")
+BM25_FIELDS = ("symbol^4", "path.words^2", "header^0.1", "text")
 _HIDDEN_SOURCE = ["embedding", "run"]
 
 

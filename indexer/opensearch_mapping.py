@@ -10,7 +10,7 @@ from typing import Any
 
 # Bump when the analysis chain or the mapping changes in a way old indices do not have;
 # ``check_mapping`` then refuses the old index and the migration path takes over.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Splits identifiers at case changes, acronym runs, underscores and digits, keeping the
 # whole token: ``parseHTTPRequest`` → parsehttprequest, parse, http, request. This is what
@@ -38,7 +38,7 @@ ANALYSIS: dict[str, Any] = {
         "code": {
             "type": "custom",
             "tokenizer": "code_ident",
-            "filter": ["code_case_split", "lowercase", "code_unique"],
+            "filter": ["code_case_split", "lowercase", "porter_stem", "code_unique"],
         },
         "code_path": {"type": "custom", "tokenizer": "code_path", "filter": ["lowercase"]},
     },

@@ -50,8 +50,10 @@ CREATE TABLE IF NOT EXISTS repos (
     config_version TEXT NOT NULL DEFAULT ''
 );
 """
-# BM25 column weights: symbol, path, header, body (repo is a filter, never scored).
-_BM25_WEIGHTS = (4.0, 2.0, 1.0, 1.0, 0.0)
+# BM25 column weights: symbol, path, header, body (repo is a filter, never scored). The
+# header (path, enclosing signature, imports) repeats across a file: it helps the embedding
+# but nearly only adds noise to BM25 (eval: MRR@10 0.701 at weight 1, 0.721 at 0.1).
+_BM25_WEIGHTS = (4.0, 2.0, 0.1, 1.0, 0.0)
 # Query terms in more than this share of the chunks carry almost no BM25 weight but make
 # the query score most of the index; they are dropped when rarer terms remain.
 _COMMON_TERM_SHARE = 0.2
