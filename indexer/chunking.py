@@ -23,8 +23,8 @@ from indexer.spans import (
     window_spans,
 )
 
-CONTAINER_SPLIT_LINES = 60  # a class longer than this is chunked member by member
-CHUNKER_VERSION = "2"
+CONTAINER_SPLIT_LINES = 30  # a class longer than this is chunked member by member
+CHUNKER_VERSION = "3"
 
 _NAME_TYPES = frozenset(
     {
