@@ -163,12 +163,21 @@ def ask(
     place: Annotated[str | None, typer.Option(help=PLACE_HELP)] = None,
 ) -> None:
     """Answer a question from the indexed code, with citations."""
+    from acl.settings import AclSettings
     from bot.terminal import ask_in_terminal
 
     settings = _settings()
     store, _, searcher = _open(settings)
     repos = _allowed_repos(store, repo, as_github, place)
-    ask_in_terminal(question, repos, searcher, settings.data_path, out, explain=explain)
+    ask_in_terminal(
+        question,
+        repos,
+        searcher,
+        settings.data_path,
+        out,
+        explain=explain,
+        web_url=AclSettings().github_web_url,
+    )
 
 
 @app.command("eval")

@@ -31,7 +31,6 @@ class BotSettings(BaseSettings):
     rerank_candidates: int = 50
     answer_sources: int = 6
     context_chars: int = 12_000
-    github_web_url: str = "https://github.com"
     # Minimum cosine similarity between the question and its best source; see bot.evidence.
     not_found_threshold: float = DEFAULT_COSINE_THRESHOLD
     # Minimum reranker score (after the model's activation) when a reranker ran; unset: the

@@ -52,8 +52,7 @@ def all_settings() -> list[SettingDoc]:
                     env=env,
                     default=shown,
                     owner=cls.__name__,
-                    secret=name.endswith(SECRET_SUFFIXES) and field.repr is not True
-                    or field.repr is False,
+                    secret=name.endswith(SECRET_SUFFIXES) or field.repr is False,
                 )
             )
     return rows

@@ -208,7 +208,7 @@ class SlackBot:
             answer = await self.asker.ask(question, on_token=reply.feed)
             self._remember(question.id, answer.sources)
             await reply.finish(
-                answer_messages(answer, question.id, self.services.bot.github_web_url)
+                answer_messages(answer, question.id, self.services.acl.github_web_url)
             )
         except Exception:
             log.exception("question %s: could not deliver the answer", question.id)
@@ -273,7 +273,7 @@ class SlackBot:
         try:
             answer = await self.asker.ask(question)
             self._remember(question.id, answer.sources)
-            messages = answer_messages(answer, question.id, self.services.bot.github_web_url)
+            messages = answer_messages(answer, question.id, self.services.acl.github_web_url)
         except Exception:
             log.exception("question %s failed", question.id)
             messages = [text_message(FAILURE_TEXT.format(id=question.id))]
@@ -327,7 +327,7 @@ class SlackBot:
         if sources is None:
             await self._ephemeral(body, "These sources are no longer available; please ask again.")
             return
-        details = source_details(sources, self.services.bot.github_web_url)
+        details = source_details(sources, self.services.acl.github_web_url)
         await self._ephemeral(body, details.text, details.blocks)
 
     async def _on_private(self, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:

@@ -190,7 +190,7 @@ class CodeaskTeamsHandler(ActivityHandler):
         finally:
             if progress is not None:
                 await progress.stop()
-        card = answer_card(answer, question.id, web_base=self.settings.github_web_url)
+        card = answer_card(answer, question.id, web_base=self.services.acl.github_web_url)
         message = card_message(card)
         if progress is not None:
             message.id = progress.activity_id

@@ -23,6 +23,7 @@ def ask_in_terminal(
     console: Console,
     explain: bool = False,
     settings: BotSettings | None = None,
+    web_url: str = "https://github.com",
 ) -> Answer:
     """Answer ``question`` from ``repos``, streaming generated text as it arrives."""
     settings = settings or BotSettings()
@@ -41,7 +42,7 @@ def ask_in_terminal(
             console.print(answer.text, markup=False)
     else:
         console.print(answer.text, markup=False)
-    print_sources(answer, console, settings.github_web_url)
+    print_sources(answer, console, web_url)
     for note in answer.notes:
         console.print(f"[yellow]note:[/] {note}")
     if explain:

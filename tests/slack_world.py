@@ -256,7 +256,6 @@ def world_settings(
             llm_api_base=llm.base_url,
             llm_retries=0,
             not_found_threshold=-1.0,
-            github_web_url="https://github.com",
             reconcile_seconds=0,
             git_clone_url=f"file://{tmp / 'remotes'}/{{full_name}}",
             **bot,
