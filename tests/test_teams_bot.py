@@ -412,7 +412,7 @@ async def test_non_admin_command_is_refused(teams: Teams, services: Services) ->
     activity = teams.activity("repo remove acme/vault", BOB, TEAM_CHANNEL)
     await teams.post(activity)
     text = _card_text(teams.connector.messages(activity["conversation"]["id"])[-1])
-    assert "Only codeask admins can run that command." in text
+    assert "Only codeask admins can run that command" in text
     repo = services.registry.get("acme/vault")
     assert repo is not None and repo.status == "ready"
 
