@@ -59,12 +59,14 @@ def commits_up_to(root: Path, indexed_commit: str) -> list[Commit]:
         ["log", "--no-merges", "--reverse", "--format=%x1e%H%x1f%ct%x1f%B", indexed_commit],
         cwd=root,
     )
-    out = []
+    out: list[Commit] = []
     for record in log.split("\x1e"):
         if not record.strip():
             continue
         sha, ts, message = record.split("\x1f", 2)
-        out.append(Commit(sha=sha.strip(), time=float(ts), message=clean_message(message)))
+        # Several commits can share a second; history order decides which is newer.
+        when = max(float(ts), out[-1].time + 0.001) if out else float(ts)
+        out.append(Commit(sha=sha.strip(), time=when, message=clean_message(message)))
     return out
 
 
