@@ -44,10 +44,10 @@ def index(
     full: Annotated[bool, typer.Option("--full", help="Re-index every file")] = False,
 ) -> None:
     """Index a repository (only files that changed since the last run)."""
-    from indexer.embed_cache import SqliteEmbeddingCache
     from indexer.errors import IndexingError
     from indexer.gitrepo import clone_or_update, is_remote_url, name_from_url, repo_name_for
     from indexer.indexing import index_repository
+    from indexer.stores import open_embedding_cache
 
     settings = _settings()
     if is_remote_url(target):
@@ -59,7 +59,7 @@ def index(
             raise IndexingError(f"{root} is not a folder")
         name = repo or repo_name_for(root)
     store, embedder, _ = _open(settings)
-    cache = SqliteEmbeddingCache(settings.data_path / "embeddings.db")
+    cache = open_embedding_cache(settings)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -29,6 +29,7 @@ from indexer.models import Hit
 from indexer.search import Searcher
 from indexer.settings import IndexerSettings
 from indexer.sqlite_store import SqliteStore
+from indexer.stores import open_embedding_cache
 
 HYBRID = ("bm25", "knn")
 BM25 = ("bm25",)
@@ -147,7 +148,7 @@ def run_ablations(
     repos = sorted({q.repo for q in questions})
     require_indexed(product_store, repos)
     sources = dict(roots) if roots is not None else None
-    cache = SqliteEmbeddingCache(settings.data_path / "embeddings.db")
+    cache = open_embedding_cache(settings)
     built: dict[str, SearchBackend | None] = {"product": product_store}
     notes: list[str] = []
     reranker, note = load_reranker(settings)

@@ -304,8 +304,7 @@ class SqliteStore:
             "JOIN chunks c ON c.rowid = f.rowid",
             (match, n),
         )
-        ids = [str(r[0]) for r in rows]
-        return ids
+        return [str(r[0]) for r in rows]
 
     def _informative_terms(self, terms: list[str]) -> list[str]:
         if len(terms) < 2:

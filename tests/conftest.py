@@ -29,6 +29,20 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return d
 
 
+# The registry and worker tests run on SQLite always and on PostgreSQL when it is configured.
+PG_URL = os.environ.get("CODEASK_TEST_DATABASE_URL", "")
+DATABASES = [
+    "sqlite",
+    pytest.param(
+        "postgres",
+        marks=[
+            pytest.mark.postgres,
+            pytest.mark.skipif(not PG_URL, reason="CODEASK_TEST_DATABASE_URL is not set"),
+        ],
+    ),
+]
+
+
 def git(repo: Path, *args: str) -> str:
     env = {
         **os.environ,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
@@ -35,8 +34,8 @@ from indexer.registry import (
     open_engine,
     utcnow,
 )
+from tests.conftest import DATABASES, PG_URL
 
-PG_URL = os.environ.get("CODEASK_TEST_DATABASE_URL", "")
 TABLES = (Job, IndexRun, Repo, WebhookDelivery, RegistryEvent, AdminAction)
 
 
@@ -56,18 +55,7 @@ def fresh_engine(url: str) -> Engine:
     return engine
 
 
-@pytest.fixture(
-    params=[
-        "sqlite",
-        pytest.param(
-            "postgres",
-            marks=[
-                pytest.mark.postgres,
-                pytest.mark.skipif(not PG_URL, reason="CODEASK_TEST_DATABASE_URL is not set"),
-            ],
-        ),
-    ]
-)
+@pytest.fixture(params=DATABASES)
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     url = f"sqlite:///{tmp_path / 'meta.db'}" if request.param == "sqlite" else PG_URL
     eng = fresh_engine(url)

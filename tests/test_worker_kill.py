@@ -21,9 +21,9 @@ from indexer.registry import DONE, IndexRun, Job
 from indexer.search import Searcher
 from indexer.stores import open_embedding_cache
 from indexer.worker import Worker, WorkerConfig
+from tests.conftest import DATABASES, PG_URL
 from tests.freshness_env import REPO, GitHubWorld, configure, duplicate_chunks, github_world
 
-PG_URL = os.environ.get("CODEASK_TEST_DATABASE_URL", "")
 SEED = {"ledger/core.py": "def post_ledger_entry(account: str, cents: int) -> None:\n    pass\n"}
 
 
@@ -39,18 +39,7 @@ def big_change(n: int = 60) -> dict[str, str | None]:
     } | {"ledger/core.py": None}
 
 
-@pytest.fixture(
-    params=[
-        "sqlite",
-        pytest.param(
-            "postgres",
-            marks=[
-                pytest.mark.postgres,
-                pytest.mark.skipif(not PG_URL, reason="CODEASK_TEST_DATABASE_URL is not set"),
-            ],
-        ),
-    ]
-)
+@pytest.fixture(params=DATABASES)
 def world(
     request: pytest.FixtureRequest, tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[GitHubWorld]:
