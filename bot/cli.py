@@ -189,8 +189,18 @@ def eval_(
     index_first: Annotated[
         bool, typer.Option("--index", help="First index the pinned corpora of the sets")
     ] = False,
+    citations: Annotated[
+        bool,
+        typer.Option(
+            "--citations",
+            help="Also answer every question with the local test LLM and score the citations",
+        ),
+    ] = False,
 ) -> None:
-    """Score retrieval on golden questions (recall@k, MRR, nDCG; per kind and per repo)."""
+    """Score retrieval on golden questions (recall@k, MRR, nDCG; per kind and per repo).
+
+    With --citations, also answer them (local test LLM) and score the answers' citations.
+    """
     from eval.command import DEFAULT_REPORT_DIR, run_eval
 
     run_eval(
@@ -202,6 +212,7 @@ def eval_(
         report_dir=DEFAULT_REPORT_DIR,
         out=out,
         err=err,
+        citations=citations,
     )
 
 

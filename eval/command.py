@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -28,6 +29,9 @@ from indexer.embedding import Embedder, load_embedder
 from indexer.search import Searcher
 from indexer.settings import IndexerSettings
 from indexer.stores import open_embedding_cache, open_store
+
+if TYPE_CHECKING:
+    from eval.citations import CitationRun
 
 DEFAULT_REPORT_DIR = REPO_ROOT / "eval" / "results"
 
@@ -58,6 +62,7 @@ def run_eval(
     report_dir: Path,
     out: Console,
     err: Console,
+    citations: bool = False,
 ) -> list[RunResult]:
     settings = IndexerSettings()
     files = golden_paths(paths)
@@ -71,32 +76,71 @@ def run_eval(
     require_indexed(store, sorted({q.repo for q in questions}))
     if ablate:
         results, notes = run_ablations(questions, settings, store, embedder, k, say=err.print)
-        md = write_report(results, notes, [_shown(p) for p in files], report_dir)
+        cited = _citations(questions, store, embedder, settings, err) if citations else None
+        md = write_report(results, notes, [_shown(p) for p in files], report_dir, citations=cited)
         if as_json:
-            doc = {
+            doc: dict[str, object] = {
                 "schema_version": JSON_SCHEMA_VERSION,
                 "k": k,
                 "runs": [run_to_json(r, questions) for r in results],
                 "notes": notes,
             }
+            _add_citations(doc, cited)
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         else:
             for r in results:
                 out.print(terminal_table(r))
                 out.print(latency_line(r))
             out.print(table_caption(k))
+            _print_citations(out, cited)
             for note in notes:
                 out.print(f"note: {note}")
         err.print(f"report written to {md}")
         return results
     result = evaluate(questions, searcher_ranker(Searcher(store, embedder)), k)
+    cited = _citations(questions, store, embedder, settings, err) if citations else None
     if as_json:
-        sys.stdout.write(json.dumps(run_to_json(result, questions), indent=2) + "\n")
+        doc = run_to_json(result, questions)
+        _add_citations(doc, cited)
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         out.print(terminal_table(result))
         out.print(latency_line(result))
         out.print(table_caption(k))
+        _print_citations(out, cited)
     return [result]
+
+
+def _citations(
+    questions: Sequence[Question],
+    store: SearchBackend,
+    embedder: Embedder,
+    settings: IndexerSettings,
+    err: Console,
+) -> CitationRun:
+    """Every question through the answer pipeline, the model being the local test LLM."""
+    from eval.citations import evaluate_citations, local_pipeline
+    from eval.local_llm import running_local_llm
+
+    with running_local_llm() as server:
+        pipeline = local_pipeline(Searcher(store, embedder), server, settings.data_path)
+        err.print(f"answering {len(questions)} questions with {server.base_url} (local test LLM)")
+        return evaluate_citations(questions, pipeline)
+
+
+def _add_citations(doc: dict[str, object], cited: CitationRun | None) -> None:
+    if cited is not None:
+        from eval.citations import citations_to_json
+
+        doc["citations"] = citations_to_json(cited)
+
+
+def _print_citations(out: Console, cited: CitationRun | None) -> None:
+    if cited is not None:
+        from eval.report import citation_caption, citation_table
+
+        out.print(citation_table(cited))
+        out.print(citation_caption())
 
 
 def _shown(path: Path) -> str:

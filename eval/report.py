@@ -5,12 +5,16 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.table import Table
 
 from eval.harness import RunResult, latency_summary
 from eval.svgchart import recall_chart
+
+if TYPE_CHECKING:  # eval.citations imports the answer pipeline and LiteLLM: only when used
+    from eval.citations import CitationRun
 
 
 def metric_columns(k: int) -> list[tuple[str, str]]:
@@ -58,6 +62,72 @@ def terminal_table(result: RunResult) -> Table:
     return table
 
 
+CITATION_COLUMNS = (
+    ("answered", "answered"),
+    ("citations_valid", "valid"),
+    ("cites_gold", "gold"),
+    ("valid_and_gold", "valid+gold"),
+    ("cites_all_gold", "all gold"),
+    ("regenerated", "regen"),
+    ("gold_in_sources", "gold given"),
+)
+
+
+def _citation_groups(run: CitationRun) -> list[tuple[str, dict[str, float]]]:
+    summary = run.summary
+    overall, by_kind, by_repo = summary["overall"], summary["by_kind"], summary["by_repo"]
+    assert isinstance(overall, dict) and isinstance(by_kind, dict) and isinstance(by_repo, dict)
+    return [("all", overall), *by_kind.items(), *by_repo.items()]
+
+
+def citation_table(run: CitationRun) -> Table:
+    """Citation metrics of the answer pipeline: one row per group (all, kinds, repos)."""
+    table = Table(
+        title=f"answers with {run.model}: citation metrics",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    table.add_column("group", no_wrap=True)
+    table.add_column("n", justify="right")
+    for _, title in CITATION_COLUMNS:
+        table.add_column(title, justify="right")
+    for name, m in _citation_groups(run):
+        table.add_row(
+            name,
+            f"{int(m['questions'])}",
+            *(f"{m.get(key, 0.0):.3f}" for key, _ in CITATION_COLUMNS),
+        )
+    return table
+
+
+def citation_caption() -> str:
+    return (
+        "Shares of all questions: answered (not 'not found'), valid (every [n] names a given "
+        "source, none stripped or marked), gold (a cited source overlaps a gold place), "
+        "valid+gold (both), all gold (citations cover every gold place), regen (regenerated "
+        "once), gold given (a source given to the model overlaps a gold place)."
+    )
+
+
+def citation_markdown(run: CitationRun) -> list[str]:
+    """The report section for the answer pipeline's citations."""
+    out = [
+        "## Answers: citations",
+        "",
+        f"The answer pipeline (the product index, each question searched in its own "
+        f"repository, {run.model} through LiteLLM) on the same questions. " + citation_caption(),
+        "",
+    ]
+    rows = [
+        [name, f"{int(m['questions'])}", *(_num(m, key) for key, _ in CITATION_COLUMNS)]
+        for name, m in _citation_groups(run)
+    ]
+    out += _md_table(["group", "n", *(t for _, t in CITATION_COLUMNS)], rows)
+    out.append("")
+    return out
+
+
 def latency_line(result: RunResult) -> str:
     parts = [
         f"{stage} {v['mean']:.1f} ms mean / {v['p95']:.1f} ms p95"
@@ -86,6 +156,7 @@ def markdown_report(
     golden: Sequence[str],
     chart_name: str,
     context: str = "",
+    citations: CitationRun | None = None,
 ) -> str:
     """The ablation report: headline table, breakdowns per kind and per repo, the chart."""
     if not results:
@@ -150,6 +221,8 @@ def markdown_report(
         out += ["## Multi-hop: all gold places in the top k", ""]
         out += _md_table(["configuration", f"all gold@{k}"], mh_rows)
         out.append("")
+    if citations is not None:
+        out += citation_markdown(citations)
     if notes:
         out += ["## Skipped", ""] + [f"- {note}" for note in notes] + [""]
     return "\n".join(out)
@@ -161,6 +234,7 @@ def write_report(
     golden: Sequence[str],
     out_dir: Path,
     context: str = "",
+    citations: CitationRun | None = None,
 ) -> Path:
     """Write ``latest.md`` and ``recall_at_k.svg`` into ``out_dir``; returns the Markdown path."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -169,5 +243,7 @@ def write_report(
         recall_chart([(r.config, r.curve) for r in results]), encoding="utf-8"
     )
     md = out_dir / "latest.md"
-    md.write_text(markdown_report(results, notes, golden, chart, context), encoding="utf-8")
+    md.write_text(
+        markdown_report(results, notes, golden, chart, context, citations), encoding="utf-8"
+    )
     return md

@@ -1,21 +1,22 @@
-"""A local OpenAI-compatible chat server for tests (real HTTP, real SSE streaming).
+"""A scripted OpenAI-compatible chat server for tests (real HTTP, real SSE streaming).
 
 Responses are scripted: each request pops the next ``Reply`` (the last one repeats).
-Every request body is recorded so tests can assert what the model was sent.
+Every request body is recorded so tests can assert what the model was sent. The wire
+format is ``eval.local_llm``'s, whose deterministic server answers from the prompt instead.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+
+from eval.local_llm import completion_json, write_stream
 
 
 @dataclass
@@ -63,51 +64,13 @@ class FakeLLM:
                 status=reply.status,
             )
         model = body.get("model", "fake")
-        created = int(time.time())
         if not body.get("stream"):
-            return web.json_response(
-                {
-                    "id": "chatcmpl-fake",
-                    "object": "chat.completion",
-                    "created": created,
-                    "model": model,
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": reply.content},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
-                }
-            )
+            return web.json_response(completion_json(model, reply.content))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         try:
-            return await self._stream(request, response, reply, model, created)
+            return await write_stream(request, response, reply.content, model, reply.piece)
         except ConnectionResetError:  # the client gave up (a timeout test): nothing to send
             return response
-
-    async def _stream(
-        self,
-        request: web.Request,
-        response: web.StreamResponse,
-        reply: Reply,
-        model: str,
-        created: int,
-    ) -> web.StreamResponse:
-        await response.prepare(request)
-        pieces = [
-            reply.content[i : i + reply.piece] for i in range(0, len(reply.content), reply.piece)
-        ]
-        for i, piece in enumerate(pieces):
-            delta: dict[str, str] = {"content": piece}
-            if i == 0:
-                delta["role"] = "assistant"
-            await response.write(_sse(model, created, delta, None))
-        await response.write(_sse(model, created, {}, "stop"))
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
-        return response
 
     def start(self) -> None:
         ready = threading.Event()
@@ -137,17 +100,6 @@ class FakeLLM:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
-
-
-def _sse(model: str, created: int, delta: dict[str, str], finish: str | None) -> bytes:
-    chunk = {
-        "id": "chatcmpl-fake",
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return f"data: {json.dumps(chunk)}\n\n".encode()
 
 
 @contextmanager

@@ -1,0 +1,331 @@
+"""A local, deterministic OpenAI-compatible chat server: the test model of the citation eval.
+
+It speaks the OpenAI wire format over real HTTP on 127.0.0.1 (``POST /v1/chat/completions``
+answered as one JSON completion, or as server-sent events when the request sets
+``stream``; ``GET /v1/models``), so LiteLLM calls it like any provider and the product
+only sees a base URL ending in ``/v1`` and some API key.
+
+It stands in for a model that follows the prompt of ``bot/prompt.py``:
+
+* it reads the numbered sources (``[n] heading`` then ``BEGIN SOURCE n`` … ``END SOURCE n``)
+  and the ``Question:`` line from the last user message that holds sources;
+* it splits the question and every source (heading and text) into identifier and word
+  tokens (camelCase and snake_case split, lower case, a crude suffix strip, English
+  stop words dropped) and scores each source by the summed weight of the question tokens
+  it shares, a token found in fewer sources weighing more;
+* it cites the best source, and up to two more that score at least 60% of the best, with
+  one sentence per cited source ending in its ``[n]``;
+* when no source shares a token with the question, it replies "Not found in the indexed
+  code." and names the first source as the closest place.
+
+Nothing is random and nothing depends on the golden sets. Run it on its own with
+``python -m eval.local_llm --port 8765`` and point ``CODEASK_LLM_API_BASE`` at
+``http://127.0.0.1:8765/v1`` (any ``CODEASK_LLM_MODEL`` name).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from bot.answer import NOT_FOUND_TEXT
+
+MODEL_NAME = "codeask-local"
+MAX_CITED = 3
+KEEP_RATIO = 0.6  # a source is cited too when it scores this share of the best one
+STREAM_PIECE = 16  # characters per streamed delta
+
+_HEADING = re.compile(r"^\[(\d+)\] (.+)$", re.MULTILINE)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_SUFFIXES = ("ing", "ed", "es", "s", "e")
+STOP_WORDS = frozenset(
+    """a about above after again all also am an and any are as at be because been before
+    being below between both but by can could did do does doing done down during each else
+    every few for from get gets got had has have having he her here how i if in into is it
+    its itself just let like make makes may me might more most must my no nor not of off on
+    once only or other our out over own same she should so some such than that the their
+    them then there these they this those through to too under until up use used uses using
+    very via was we were what when where whether which while who whom why will with would
+    you your""".split()
+)
+
+
+# --- the model ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptSource:
+    number: int
+    heading: str  # "repo/path:start-end (symbol)"
+    text: str
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def words_by_token(text: str) -> dict[str, str]:
+    """Identifier and word tokens (whole identifiers and their camel/snake parts, stemmed),
+    each mapped to the first word of ``text`` it came from."""
+    out: dict[str, str] = {}
+    for word in _WORD.findall(text):
+        for part in (word, *_CAMEL.findall(word)):
+            low = part.lower()
+            if len(low) >= 2 and low not in STOP_WORDS:
+                out.setdefault(_stem(low), word)
+    return out
+
+
+def tokens(text: str) -> set[str]:
+    return set(words_by_token(text))
+
+
+def parse_prompt(messages: Sequence[dict[str, Any]]) -> tuple[str, list[PromptSource]]:
+    """The question and the numbered sources of the last user message that has sources."""
+    for message in reversed(messages):
+        content = message.get("content")
+        if message.get("role") != "user" or not isinstance(content, str):
+            continue
+        if "BEGIN SOURCE" not in content:
+            continue
+        return _question(content), _sources(content)
+    last = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
+    return (last if isinstance(last, str) else ""), []
+
+
+def _question(content: str) -> str:
+    at = content.rfind("\nQuestion: ")
+    if at < 0:
+        return content
+    rest = content[at + len("\nQuestion: ") :]
+    return rest.split("\n\n", 1)[0].strip()
+
+
+def _sources(content: str) -> list[PromptSource]:
+    """``[n] heading`` lines directly followed by a fenced body, scanned in order."""
+    found: list[PromptSource] = []
+    pos = 0
+    while (m := _HEADING.search(content, pos)) is not None:
+        pos = m.end()
+        number = int(m.group(1))
+        begin = re.compile(rf"BEGIN SOURCE {number} (\S+)\n")
+        b = begin.match(content, m.end() + 1)
+        if b is None:
+            continue
+        end = content.find(f"\nEND SOURCE {number} {b.group(1)}", b.end() - 1)
+        if end < 0:
+            continue
+        found.append(PromptSource(number, m.group(2).strip(), content[b.end() : end]))
+        pos = end + 1
+    return found
+
+
+def _label(heading: str) -> str:
+    """``symbol`` when the heading names one, else the location."""
+    m = re.match(r"^(\S+?)(?: \((.+)\))?$", heading)
+    if m and m.group(2):
+        return f"`{m.group(2)}` in `{m.group(1)}`"
+    return f"`{heading}`"
+
+
+def answer_for(messages: Sequence[dict[str, Any]]) -> str:
+    """The deterministic reply to a chat request (see the module docstring)."""
+    question, sources = parse_prompt(messages)
+    said = words_by_token(question)
+    asked = set(said)
+    if not sources:
+        return NOT_FOUND_TEXT
+    shared = [asked & tokens(f"{s.heading}\n{s.text}") for s in sources]
+    df: dict[str, int] = {}
+    for words in shared:
+        for w in words:
+            df[w] = df.get(w, 0) + 1
+    n = len(sources)
+    scores = [sum(math.log(1 + n / df[w]) for w in words) for words in shared]
+    best = max(scores)
+    if best <= 0:
+        closest = sources[0]
+        where = f"{_label(closest.heading)} [{closest.number}]"
+        return f"{NOT_FOUND_TEXT} The closest place to look is {where}."
+    order = sorted(range(n), key=lambda i: (-scores[i], i))
+    cited = [i for i in order[:MAX_CITED] if scores[i] >= KEEP_RATIO * best]
+    sentences = []
+    for rank, i in enumerate(cited):
+        s = sources[i]
+        topics = ", ".join(sorted({said[t] for t in shared[i]})[:6])
+        lead = "The answer is in" if rank == 0 else "Related code is in"
+        sentences.append(f"{lead} {_label(s.heading)}, which deals with {topics} [{s.number}].")
+    return " ".join(sentences)
+
+
+# --- the wire format (shared with tests/fake_llm.py) -------------------------------------
+
+
+def completion_json(model: str, content: str, created: int | None = None) -> dict[str, Any]:
+    """A non-streaming ``chat.completion`` body."""
+    return {
+        "id": "chatcmpl-local",
+        "object": "chat.completion",
+        "created": int(time.time()) if created is None else created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+    }
+
+
+def sse_event(model: str, created: int, delta: dict[str, str], finish: str | None) -> bytes:
+    """One ``chat.completion.chunk`` server-sent event."""
+    chunk = {
+        "id": "chatcmpl-local",
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+async def write_stream(
+    request: web.Request, response: web.StreamResponse, content: str, model: str, piece: int
+) -> web.StreamResponse:
+    """Send ``content`` as SSE deltas of ``piece`` characters, then stop and ``[DONE]``."""
+    created = int(time.time())
+    await response.prepare(request)
+    pieces = [content[i : i + piece] for i in range(0, len(content), piece)]
+    for i, text in enumerate(pieces):
+        delta = {"content": text, **({"role": "assistant"} if i == 0 else {})}
+        await response.write(sse_event(model, created, delta, None))
+    await response.write(sse_event(model, created, {}, "stop"))
+    await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response
+
+
+# --- the server ----------------------------------------------------------------------------
+
+
+class LocalLLM:
+    """The deterministic model behind real HTTP, served from a background thread."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self.port = port
+        self.requests = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        return app
+
+    async def _models(self, _request: web.Request) -> web.Response:
+        return web.json_response(
+            {"object": "list", "data": [{"id": MODEL_NAME, "object": "model"}]}
+        )
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        try:
+            body = await request.json()
+            messages = body["messages"]
+            if not isinstance(messages, list):
+                raise TypeError("messages must be a list")
+        except (ValueError, KeyError, TypeError) as exc:
+            error = {"message": f"bad request: {exc}", "type": "invalid_request_error"}
+            return web.json_response({"error": error}, status=400)
+        self.requests += 1
+        content = answer_for(messages)
+        model = str(body.get("model") or MODEL_NAME)
+        if not body.get("stream"):
+            return web.json_response(completion_json(model, content))
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        try:
+            return await write_stream(request, response, content, model, STREAM_PIECE)
+        except ConnectionResetError:  # the client went away: nothing left to send
+            return response
+
+    def start(self) -> None:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            runner = web.AppRunner(self.app(), access_log=None)
+            try:
+                sock = socket.create_server((self.host, self.port))
+                self.port = sock.getsockname()[1]
+                loop.run_until_complete(runner.setup())
+                loop.run_until_complete(web.SockSite(runner, sock).start())
+            except BaseException as exc:  # reported to the caller of start()
+                self._error = exc
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(runner.cleanup())
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="local-llm", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("the local LLM server did not start within 10 s")
+        if self._error is not None:
+            raise RuntimeError(f"the local LLM server did not start: {self._error}")
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+
+
+@contextmanager
+def running_local_llm(host: str = "127.0.0.1", port: int = 0) -> Iterator[LocalLLM]:
+    server = LocalLLM(host, port)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    args = parser.parse_args(argv)
+    server = LocalLLM(args.host, args.port)
+    print(f"serving {MODEL_NAME} at http://{args.host}:{args.port}/v1", flush=True)
+    web.run_app(server.app(), host=args.host, port=args.port, print=None, access_log=None)
+
+
+if __name__ == "__main__":
+    main()
