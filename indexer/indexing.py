@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +21,8 @@ from indexer.models import VISIBILITIES, Chunk, RepoState
 from indexer.walking import Skipped, SourceFile, walk_repository
 
 ProgressFn = Callable[[str, int, int], None]  # (stage, done, total)
+# Chunks handed from the chunking thread to the embedder at a time.
+EMBED_GROUP = 256
 
 
 @dataclass
@@ -97,36 +101,10 @@ def index_repository(
     deleted = [p for p in indexed if p not in current]
     report.changed_files, report.deleted_files = len(changed), len(deleted)
 
-    chunks: list[Chunk] = []
-    for i, f in enumerate(changed, start=1):
-        chunks.extend(
-            chunk_file(
-                f.path,
-                f.language,
-                f.data,
-                repo=repo,
-                visibility=visibility,
-                commit=commit,
-                blob_sha=f.blob_sha,
-            )
-        )
-        if progress and (i % 50 == 0 or i == len(changed)):
-            progress("chunk", i, len(changed))
-    report.chunks = len(chunks)
-
-    done = 0
-
-    def on_batch(n: int) -> None:
-        nonlocal done
-        done += n
-        if progress:
-            progress("embed", done, len(chunks))
-
-    vectors, report.embedded = embed_with_cache(
-        embedder, cache, [embedding_text(c) for c in chunks], progress=on_batch
+    chunks, vectors, report.embedded = _chunk_and_embed(
+        changed, repo, visibility, commit, embedder, cache, progress
     )
-    if progress:
-        progress("embed", len(chunks), len(chunks))
+    report.chunks = len(chunks)
     remove = deleted + [f.path for f in changed]
     if report.full:
         remove = sorted(set(remove) | set(indexed))
@@ -134,7 +112,7 @@ def index_repository(
         repo,
         remove,
         chunks,
-        vectors if len(chunks) else np.zeros((0, embedder.dimension), dtype=np.float32),
+        vectors,
         RepoState(
             repo=repo,
             commit=commit,
@@ -146,6 +124,74 @@ def index_repository(
     )
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _chunk_and_embed(
+    files: Sequence[SourceFile],
+    repo: str,
+    visibility: str,
+    commit: str,
+    embedder: Embedder,
+    cache: EmbeddingCache,
+    progress: ProgressFn | None,
+) -> tuple[list[Chunk], np.ndarray, int]:
+    """Chunks of ``files`` and their vectors, chunking in a thread while embedding runs.
+
+    Parsing is Python and tree-sitter work; embedding is model work that leaves the
+    interpreter free (both embedders release the GIL), so the two overlap. Chunks arrive
+    in groups of ``EMBED_GROUP``; each group is sorted by length inside the embedder.
+    """
+    groups: queue.Queue[tuple[list[Chunk], int] | BaseException | None] = queue.Queue()
+    stop = threading.Event()
+
+    def produce() -> None:
+        group: list[Chunk] = []
+        try:
+            for i, f in enumerate(files, start=1):
+                if stop.is_set():
+                    return
+                group.extend(
+                    chunk_file(
+                        f.path,
+                        f.language,
+                        f.data,
+                        repo=repo,
+                        visibility=visibility,
+                        commit=commit,
+                        blob_sha=f.blob_sha,
+                    )
+                )
+                if len(group) >= EMBED_GROUP or i == len(files):
+                    groups.put((group, i))
+                    group = []
+            groups.put(None)
+        except BaseException as exc:  # handed to the caller's thread, raised there
+            groups.put(exc)
+
+    producer = threading.Thread(target=produce, name="chunker", daemon=True)
+    producer.start()
+    chunks: list[Chunk] = []
+    parts: list[np.ndarray] = [np.zeros((0, embedder.dimension), dtype=np.float32)]
+    embedded = 0
+    try:
+        while (item := groups.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            group, files_done = item
+            if progress:
+                progress("chunk", files_done, len(files))
+            vectors, computed = embed_with_cache(
+                embedder, cache, [embedding_text(c) for c in group]
+            )
+            chunks.extend(group)
+            parts.append(vectors)
+            embedded += computed
+            if progress:
+                progress("embed", len(chunks), len(chunks))
+    finally:
+        stop.set()
+        producer.join()
+    return chunks, np.concatenate(parts).astype(np.float32, copy=False), embedded
 
 
 def _path_filter(include: Sequence[str], exclude: Sequence[str]) -> Callable[[str], bool]:

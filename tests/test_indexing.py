@@ -11,6 +11,7 @@ import pytest
 from indexer.embed_cache import SqliteEmbeddingCache
 from indexer.embedding import Embedder
 from indexer.indexing import index_repository
+from indexer.models import RepoState
 from indexer.search import Searcher
 from indexer.sqlite_store import SqliteStore
 from tests.conftest import git
@@ -138,6 +139,17 @@ def test_unchanged_function_is_not_embedded_twice(
     assert report.embedded == 1
 
 
+def index_then_rewrite_limits(
+    root: Path, store: SqliteStore, embedder: Embedder, cache: SqliteEmbeddingCache
+) -> RepoState | None:
+    """Index the shop, then commit a rewrite of limits.py; returns the indexed state."""
+    index_repository(root, "acme/shop", store, embedder, cache)
+    before = store.repo_state("acme/shop")
+    (root / "shop/limits.py").write_text("def throttle():\n    return 'new'\n")
+    git(root, "commit", "-qam", "rewrite limits")
+    return before
+
+
 def test_crash_while_writing_keeps_previous_state(
     make_repo: Callable[[dict[str, str]], Path],
     store: SqliteStore,
@@ -146,10 +158,7 @@ def test_crash_while_writing_keeps_previous_state(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     root = make_repo(SHOP)
-    index_repository(root, "acme/shop", store, embedder, cache)
-    before = store.repo_state("acme/shop")
-    (root / "shop/limits.py").write_text("def throttle():\n    return 'new'\n")
-    git(root, "commit", "-qam", "rewrite limits")
+    before = index_then_rewrite_limits(root, store, embedder, cache)
 
     real_fts = __import__("indexer.sqlite_store", fromlist=["fts_document"]).fts_document
     calls = {"n": 0}
@@ -196,3 +205,61 @@ def test_vectors_are_normalised(embedder: Embedder) -> None:
     vectors = embedder.embed(["def a(): pass", "class B: pass"])
     assert vectors.shape == (2, embedder.dimension)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+
+
+def test_vectors_stay_with_their_chunks_across_embedding_groups(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Tiny groups: chunking and embedding hand over many times, in whatever interleaving.
+    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 2)
+    seen: list[str] = []
+    report = index_repository(
+        make_repo(SHOP),
+        "acme/shop",
+        store,
+        embedder,
+        cache,
+        progress=lambda s, d, t: seen.append(s),
+    )
+    assert report.chunks > 4 and "chunk" in seen and "embed" in seen
+    chunks = store.fetch(
+        store.knn(np.ones(embedder.dimension, np.float32), frozenset({"acme/shop"}), 1000)
+    )
+    assert len(chunks) == report.chunks
+    from indexer.embedding import embedding_text
+
+    for chunk in chunks:  # each chunk's own embedded text finds that chunk first
+        vector = embedder.embed([embedding_text(chunk)])[0]
+        assert store.knn(vector, frozenset({"acme/shop"}), 1) == [chunk.id]
+
+
+def test_a_chunking_failure_stops_the_run_and_keeps_the_previous_state(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = make_repo(SHOP)
+    before = index_then_rewrite_limits(root, store, embedder, cache)
+    from indexer import indexing
+
+    real = indexing.chunk_file
+
+    def broken(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if path == "shop/limits.py":
+            raise RuntimeError("parser crashed")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr("indexer.indexing.chunk_file", broken)
+    with pytest.raises(RuntimeError, match="parser crashed"):
+        index_repository(root, "acme/shop", store, embedder, cache)
+    assert store.repo_state("acme/shop") == before
+    monkeypatch.setattr("indexer.indexing.chunk_file", real)
+    report = index_repository(root, "acme/shop", store, embedder, cache)
+    assert report.changed_files == 1
+    assert store.repo_state("acme/shop").commit == git(root, "rev-parse", "HEAD")  # type: ignore[union-attr]
