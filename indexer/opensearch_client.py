@@ -106,21 +106,41 @@ def bulk_index(
     url: str,
     index: str,
     docs: Sequence[tuple[str, dict[str, Any]]],
+    *,
+    routed: bool = False,
     **options: Any,
 ) -> None:
-    """Index (upsert) ``(id, source)`` pairs; see :func:`bulk_write`."""
+    """Index (upsert) ``(id, source)`` pairs; see :func:`bulk_write`.
+
+    ``routed``: each document goes to the shard of its ``repo`` (CODEASK_OPENSEARCH_ROUTING).
+    """
+
+    def action(doc_id: str, source: dict[str, Any]) -> str:
+        meta = {"_id": doc_id, "routing": source["repo"]} if routed else {"_id": doc_id}
+        return json.dumps({"index": meta})
+
     lines = [
-        (doc_id, json.dumps({"index": {"_id": doc_id}}) + "\n" + json.dumps(source) + "\n")
+        (doc_id, action(doc_id, source) + "\n" + json.dumps(source) + "\n")
         for doc_id, source in docs
     ]
     bulk_write(client, url, index, lines, **options)
 
 
 def bulk_delete(
-    client: OpenSearch, url: str, index: str, ids: Sequence[str], **options: Any
+    client: OpenSearch,
+    url: str,
+    index: str,
+    ids: Sequence[str],
+    *,
+    routing: str | None = None,
+    **options: Any,
 ) -> None:
-    """Delete documents by id (already gone is fine); see :func:`bulk_write`."""
-    lines = [(doc_id, json.dumps({"delete": {"_id": doc_id}}) + "\n") for doc_id in ids]
+    """Delete documents by id (already gone is fine); see :func:`bulk_write`.
+
+    ``routing``: the shard key of every one of them (their repository, in a routed index).
+    """
+    meta: dict[str, str] = {} if routing is None else {"routing": routing}
+    lines = [(doc_id, json.dumps({"delete": {"_id": doc_id, **meta}}) + "\n") for doc_id in ids]
     bulk_write(client, url, index, lines, **options)
 
 

@@ -86,8 +86,21 @@ def chunk_properties(dimension: int) -> dict[str, Any]:
     }
 
 
-def chunk_index_body(dimension: int, shards: int, replicas: int, alias: str) -> dict[str, Any]:
-    """Settings, mapping and alias of a new chunk index for vectors of ``dimension``."""
+def chunk_index_body(
+    dimension: int, shards: int, replicas: int, alias: str, routing: bool = False
+) -> dict[str, Any]:
+    """Settings, mapping and alias of a new chunk index for vectors of ``dimension``.
+
+    With ``routing`` every chunk is stored with its repository as the routing value
+    (required, so a write or delete that forgets it fails instead of using the wrong shard).
+    """
+    mappings: dict[str, Any] = {
+        "dynamic": "strict",
+        "_meta": {"codeask_schema": SCHEMA_VERSION},
+        "properties": chunk_properties(dimension),
+    }
+    if routing:
+        mappings["_routing"] = {"required": True}
     return {
         "settings": {
             "index.knn": True,
@@ -95,11 +108,7 @@ def chunk_index_body(dimension: int, shards: int, replicas: int, alias: str) -> 
             "number_of_replicas": replicas,
             "analysis": ANALYSIS,
         },
-        "mappings": {
-            "dynamic": "strict",
-            "_meta": {"codeask_schema": SCHEMA_VERSION},
-            "properties": chunk_properties(dimension),
-        },
+        "mappings": mappings,
         "aliases": {alias: {}},
     }
 
@@ -143,7 +152,7 @@ def _walk(expected: dict[str, Any], actual: dict[str, Any], prefix: str) -> list
     return problems
 
 
-def check_mapping(mapping: dict[str, Any], dimension: int) -> list[str]:
+def check_mapping(mapping: dict[str, Any], dimension: int, routing: bool = False) -> list[str]:
     """What makes an existing chunk index mapping unusable for ``dimension`` (empty: fine)."""
     expected = chunk_properties(dimension)
     actual = mapping.get("properties", {})
@@ -151,6 +160,12 @@ def check_mapping(mapping: dict[str, Any], dimension: int) -> list[str]:
     problems: list[str] = []
     if version != SCHEMA_VERSION:
         problems.append(f"schema version is {version!r}, this codeask writes {SCHEMA_VERSION}")
+    routed = bool(mapping.get("_routing", {}).get("required", False))
+    if routed != routing:
+        problems.append(
+            f"its chunks are {'' if routed else 'not '}routed by repository but "
+            f"CODEASK_OPENSEARCH_ROUTING is {'on' if routing else 'off'}"
+        )
     vector = actual.get("embedding", {})
     if vector.get("type") == "knn_vector":
         if int(vector.get("dimension", -1)) != dimension:

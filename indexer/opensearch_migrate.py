@@ -60,10 +60,10 @@ def migrate(store: OpenSearchStore, dimension: int, *, delete_old: bool = False)
     mapping = call(store.url, "read the mapping", lambda: client.indices.get_mapping(index=current))
     old_dimension = mapping[current]["mappings"].get("properties", {}).get("embedding", {})
     same_vectors = int(old_dimension.get("dimension", -1)) == dimension
-    if same_vectors and not check_mapping(mapping[current]["mappings"], dimension):
+    if same_vectors and not check_mapping(mapping[current]["mappings"], dimension, store.routing):
         return Migration(current, current, 0, reindex_needed=False)  # nothing to change
 
-    body = chunk_index_body(dimension, store.shards, store.replicas, alias)
+    body = chunk_index_body(dimension, store.shards, store.replicas, alias, store.routing)
     del body["aliases"]  # attached below, atomically with the removal from the old index
     call(store.url, f"create {new}", lambda: client.indices.create(index=new, body=body))
     copied = _copy(store, current, new) if same_vectors else 0
@@ -98,12 +98,26 @@ def _copy(store: OpenSearchStore, source: str, dest: str, page: int = 500) -> in
         for hit in hits:
             batch.append((hit["_id"], hit["_source"]))
             if len(batch) >= page:
-                bulk_index(store.client, store.url, dest, batch, retry_delays=store.retry_delays)
+                bulk_index(
+                    store.client,
+                    store.url,
+                    dest,
+                    batch,
+                    routed=store.routing,
+                    retry_delays=store.retry_delays,
+                )
                 copied += len(batch)
                 batch = []
     except os_errors.TransportError as exc:
         raise translate(exc, store.url, f"copy {source} to {dest}") from exc
-    bulk_index(store.client, store.url, dest, batch, retry_delays=store.retry_delays)
+    bulk_index(
+        store.client,
+        store.url,
+        dest,
+        batch,
+        routed=store.routing,
+        retry_delays=store.retry_delays,
+    )
     copied += len(batch)
     call(store.url, f"refresh {dest}", lambda: store.client.indices.refresh(index=dest))
     return copied

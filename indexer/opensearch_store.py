@@ -63,6 +63,7 @@ class OpenSearchStore:
         alias: str = "codeask-chunks",
         shards: int = 1,
         replicas: int = 0,
+        routing: bool = False,
         batch_docs: int = 500,
         retry_delays: Sequence[float] = DEFAULT_RETRY_DELAYS,
     ) -> None:
@@ -72,6 +73,7 @@ class OpenSearchStore:
         self.state_index = state_index_name(alias)
         self.shards = shards
         self.replicas = replicas
+        self.routing = routing
         self.batch_docs = batch_docs
         self.retry_delays = tuple(retry_delays)
 
@@ -83,6 +85,7 @@ class OpenSearchStore:
             alias=settings.opensearch_index,
             shards=settings.opensearch_shards,
             replicas=settings.opensearch_replicas,
+            routing=settings.opensearch_routing,
         )
 
     def close(self) -> None:
@@ -120,7 +123,7 @@ class OpenSearchStore:
             self._create(self.state_index, state_index_body(self.replicas))
         index = self.concrete_index()
         if index is None:
-            body = chunk_index_body(dimension, self.shards, self.replicas, self.alias)
+            body = chunk_index_body(dimension, self.shards, self.replicas, self.alias, self.routing)
             if self._create(f"{self.alias}-v1", body):
                 return
             index = self.concrete_index()
@@ -130,7 +133,7 @@ class OpenSearchStore:
                     "point to it. Add the alias or delete the index."
                 )
         mappings = self._call("read the mapping", lambda: indices.get_mapping(index=index))
-        problems = check_mapping(mappings[index]["mappings"], dimension)
+        problems = check_mapping(mappings[index]["mappings"], dimension, self.routing)
         if problems:
             raise ConfigError(
                 f"The OpenSearch index {index} (alias {self.alias}) does not fit this "
@@ -177,6 +180,7 @@ class OpenSearchStore:
             self.url,
             self.alias,
             docs,
+            routed=self.routing,
             batch_docs=self.batch_docs,
             retry_delays=self.retry_delays,
         )
@@ -214,20 +218,23 @@ class OpenSearchStore:
                 "must_not": [{"term": {"run": keep_run}}],
             }
         }
-        self._delete_where(query)
+        self._delete_where(repo, query)
 
-    def _delete_where(self, query: dict[str, Any]) -> None:
-        """Delete every chunk matching ``query``.
+    def _delete_where(self, repo: str, query: dict[str, Any]) -> None:
+        """Delete every chunk of ``repo`` matching ``query``.
 
         Search-then-bulk-delete rather than ``_delete_by_query``: that endpoint lives in the
         optional ``reindex`` module, which minimal nodes (like the one scripts/opensearch.sh
         assembles) do not have. Each round deletes what it found, so no paging is needed.
         """
         body = {"size": _DELETE_PAGE, "_source": False, "track_total_hits": False, "query": query}
+        routing = {"routing": repo} if self.routing else {}
         while True:
             response = self._call(
                 "find chunks to delete",
-                lambda: self.client.search(index=self.alias, body=body, ignore_unavailable=True),
+                lambda: self.client.search(
+                    index=self.alias, body=body, ignore_unavailable=True, **routing
+                ),
             )
             ids = [h["_id"] for h in response["hits"]["hits"]]
             if ids:
@@ -236,6 +243,7 @@ class OpenSearchStore:
                     self.url,
                     self.alias,
                     ids,
+                    **routing,
                     batch_docs=self.batch_docs,
                     retry_delays=self.retry_delays,
                     refresh=True,  # the next round, and the caller's count, must not see them
@@ -255,7 +263,7 @@ class OpenSearchStore:
         # Chunks first: if this fails half-way the state still lists the repo, so an
         # administrator sees it and can retry, instead of invisible searchable leftovers.
         if self._call("look up the index", lambda: self.client.indices.exists(index=self.alias)):
-            self._delete_where({"term": {"repo": repo}})
+            self._delete_where(repo, {"term": {"repo": repo}})
         self._call(
             "delete the repository state",
             lambda: self.client.delete(index=self.state_index, id=repo, refresh=True, ignore=[404]),
@@ -356,9 +364,12 @@ class OpenSearchStore:
         bodies = search_bodies(request)
         if not bodies:
             return []
+        header: dict[str, Any] = {"index": self.alias}
+        if self.routing:  # only the shards that hold the allowed repositories
+            header["routing"] = ",".join(sorted(request.repos))
         lines: list[dict[str, Any]] = []
         for body in bodies.values():
-            lines += [{"index": self.alias}, body]
+            lines += [header, body]
         response = self._call("search", lambda: self.client.msearch(body=lines))
         ranked: dict[str, list[str]] = {}
         chunks: dict[str, Chunk] = {}

@@ -34,6 +34,10 @@ class IndexerSettings(BaseSettings):
     opensearch_index: str = "codeask-chunks"
     opensearch_shards: int = 1
     opensearch_replicas: int = 0
+    # Keep each repository's chunks on one shard and send a search only to the shards of
+    # the allowed repositories. Fixed when the chunk index is created (changing it later
+    # needs `codeask migrate-index`); it changes nothing with one shard.
+    opensearch_routing: bool = False
     opensearch_timeout: float = 30.0
     # codeask worker: how often an idle worker polls, how often a busy one renews its
     # lease, after how long a silent worker's job is taken over, and the retry backoff.

@@ -2,13 +2,14 @@
 # Single-node OpenSearch 2.19.1 + k-NN 2.19.1.0 for codeask, built only from Maven Central.
 # Usage: scripts/opensearch.sh start|stop|status      (see docs/opensearch.md)
 # Env: CODEASK_OPENSEARCH_HOME (default /opt/codeask-opensearch), CODEASK_OPENSEARCH_PORT (9200),
-#      CODEASK_OPENSEARCH_JAVA_HOME (a JDK 17..21; autodetected).
+#      CODEASK_OPENSEARCH_JAVA_HOME (a JDK 17..21; autodetected), CODEASK_OPENSEARCH_HEAP (1g).
 set -euo pipefail
 
 OS_VERSION=2.19.1
 KNN_VERSION=2.19.1.0
 BASE=${CODEASK_OPENSEARCH_HOME:-/opt/codeask-opensearch}
 PORT=${CODEASK_OPENSEARCH_PORT:-9200}
+HEAP=${CODEASK_OPENSEARCH_HEAP:-1g}         # -Xms = -Xmx; applies at the next start (stop first)
 NODE=$BASE/opensearch-$OS_VERSION          # unpacked node; its presence is the install cache
 RUN=$BASE/run                               # pidfile lives where the service user can write
 PIDFILE=$RUN/opensearch.pid
@@ -114,7 +115,8 @@ cluster.routing.allocation.disk.threshold_enabled: false
 bootstrap.system_call_filter: false
 action.auto_create_index: true
 EOF
-  printf -- '-Xms1g\n-Xmx1g\n' >"$NODE/config/jvm.options.d/heap.options"
+  [[ $HEAP =~ ^[0-9]+[mMgG]$ ]] || die "CODEASK_OPENSEARCH_HEAP must look like 1g or 512m, not '$HEAP'"
+  printf -- '-Xms%s\n-Xmx%s\n' "$HEAP" "$HEAP" >"$NODE/config/jvm.options.d/heap.options"
   if [[ $EUID -eq 0 ]]; then chown -R "$OS_USER:" "$BASE"; chmod 755 "$BASE"; fi
   as_node_user test -r "$NODE/bin/opensearch" || die "$OS_USER cannot read $NODE (parent dir not traversable? don't use /root)"
 }
