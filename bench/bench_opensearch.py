@@ -2,10 +2,17 @@
 
 Synthetic corpus (code-like identifiers, random unit vectors: embedding is excluded), spread
 over 100 repositories; every query is BM25 + k-NN filtered to 10 random repositories
-(10% of the corpus), fused by RRF, exactly as ``codeask search`` runs it.
+(10% of the corpus), fused by RRF, exactly as ``codeask search`` runs it. Besides the
+hybrid latency, the BM25 and k-NN lists are timed alone (same queries).
 
     .venv/bin/python bench/bench_opensearch.py --sizes 100000 \
         --opensearch-url http://127.0.0.1:9200
+
+OpenSearch options: ``--bulk-load`` (refresh_interval -1 and bigger bulk requests during
+the load, restored after; the store still refreshes after each repository, as it must),
+``--force-merge`` (after the first measurement, merge to one segment and measure again),
+``--writers N`` (repositories written at once), ``--shards N``, ``--routing`` (chunks routed by repository), ``--candidates 20,50`` (more query variants), ``--index NAME --no-load``
+(measure an index kept by an earlier ``--keep`` run).
 
 Prints a markdown table. Not a test: it takes minutes and needs a running node.
 """
@@ -13,12 +20,16 @@ Prints a markdown table. Not a test: it takes minutes and needs a running node.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +44,7 @@ REPOS = 100
 FILTER_REPOS = 10
 DIMENSION = 384
 CHUNKS_PER_FILE = 5
+IDENTIFIER_POOL = 50_000
 _VOCABULARY = (
     "parse request response http client server retry backoff token session user account "
     "invoice payment order cart price tax cache store index search query filter page limit "
@@ -46,14 +58,19 @@ WORDS = _VOCABULARY.split()
 @dataclass
 class Result:
     store: str
+    variant: str
     chunks: int
     index_seconds: float
-    p50_ms: float
-    p95_ms: float
+    hybrid: tuple[float, float]
+    bm25: tuple[float, float]
+    knn: tuple[float, float]
+    segments: int | None = None
+    disk_mb: float | None = None
+    rss_mb: float | None = None
 
     @property
     def chunks_per_second(self) -> float:
-        return self.chunks / self.index_seconds
+        return self.chunks / self.index_seconds if self.index_seconds else float("nan")
 
 
 def identifier(rng: np.random.Generator) -> str:
@@ -63,18 +80,26 @@ def identifier(rng: np.random.Generator) -> str:
     return parts[0] + "".join(p.capitalize() for p in parts[1:])
 
 
-def synthetic_repo(repo: str, n: int, rng: np.random.Generator) -> tuple[list[Chunk], np.ndarray]:
+def identifier_pool(seed: int) -> list[str]:
+    """Identifiers drawn once; chunks sample from them (drawing each one is too slow at 1M)."""
+    rng = np.random.default_rng(seed)
+    return [identifier(rng) for _ in range(IDENTIFIER_POOL)]
+
+
+def synthetic_repo(
+    repo: str, n: int, rng: np.random.Generator, pool: list[str]
+) -> tuple[list[Chunk], np.ndarray]:
+    picks = rng.integers(0, len(pool), size=(n, 25))
     chunks = []
     for i in range(n):
-        name = identifier(rng)
-        body = "\n".join(
-            f"    {identifier(rng)} = {identifier(rng)}({identifier(rng)})" for _ in range(8)
-        )
+        row = [pool[j] for j in picks[i]]
+        name = row[0]
+        body = "\n".join(f"    {row[j]} = {row[j + 1]}({row[j + 2]})" for j in range(1, 25, 3))
         file_no, part = divmod(i, CHUNKS_PER_FILE)
         chunks.append(
             Chunk(
                 repo=repo,
-                path=f"src/{identifier(rng)}/{file_no}.py",
+                path=f"src/{pool[file_no % len(pool)]}/{file_no}.py",
                 start_line=part * 10 + 1,
                 end_line=part * 10 + 9,
                 text=f"def {name}():\n{body}",
@@ -92,44 +117,78 @@ def synthetic_repo(repo: str, n: int, rng: np.random.Generator) -> tuple[list[Ch
     return chunks, vectors
 
 
-def load(store: SearchBackend, total: int, seed: int) -> float:
-    """Index ``total`` chunks as REPOS repositories; returns seconds spent in the store."""
+def load(store: SearchBackend, total: int, seed: int, writers: int = 1) -> float:
+    """Index ``total`` chunks as REPOS repositories; returns seconds spent in the store.
+
+    With ``writers`` > 1, that many repositories are written at once (as that many
+    ``codeask worker`` processes would) and the wall time of the whole load is returned.
+    """
     rng = np.random.default_rng(seed)
+    pool = identifier_pool(seed)
     store.ensure_schema(DIMENSION)
-    spent = 0.0
     per_repo = total // REPOS
-    for r in range(REPOS):
-        repo = f"bench/repo{r:03d}"
-        chunks, vectors = synthetic_repo(repo, per_repo, rng)
+    spent = 0.0
+    lock = threading.Lock()
+
+    def write(repo: str, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        nonlocal spent
         state = RepoState(repo, "c0", "private", 0, time.time(), "bench")
         started = time.perf_counter()
         store.apply_changes(repo, [], chunks, vectors, state)
-        spent += time.perf_counter() - started
-        if (r + 1) % 10 == 0:
-            print(f"  {store.__class__.__name__}: {(r + 1) * per_repo} chunks", flush=True)
-    return spent
+        with lock:
+            spent += time.perf_counter() - started
+
+    wall = time.perf_counter()
+    in_flight: list[Future[None]] = []
+    with ThreadPoolExecutor(max_workers=writers) as executor:
+        for r in range(REPOS):
+            repo = f"bench/repo{r:03d}"
+            chunks, vectors = synthetic_repo(repo, per_repo, rng, pool)
+            while len(in_flight) >= writers:  # at most one repository waiting per writer
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    future.result()
+                in_flight = [f for f in in_flight if not f.done()]
+            in_flight.append(executor.submit(write, repo, chunks, vectors))
+            if (r + 1) % 10 == 0:
+                print(
+                    f"  {store.__class__.__name__}: {(r + 1) * per_repo} chunks submitted, "
+                    f"{time.perf_counter() - wall:.0f} s",
+                    flush=True,
+                )
+        for future in in_flight:
+            future.result()
+    return spent if writers == 1 else time.perf_counter() - wall
 
 
-def requests(queries: int, seed: int) -> Iterator[SearchRequest]:
+def requests(
+    queries: int, seed: int, candidates: int, filter_repos: int = FILTER_REPOS
+) -> Iterator[SearchRequest]:
     rng = np.random.default_rng(seed)
     for _ in range(queries):
-        repos = rng.choice(REPOS, size=FILTER_REPOS, replace=False)
+        repos = rng.choice(REPOS, size=filter_repos, replace=False)
         vector = rng.standard_normal(DIMENSION).astype(np.float32)
         vector /= np.linalg.norm(vector)
         yield SearchRequest(
             text=f"{identifier(rng)} {identifier(rng)} {rng.choice(WORDS)}",
             repos=frozenset(f"bench/repo{r:03d}" for r in repos),
             k=10,
-            candidates=50,
+            candidates=candidates,
             embedding=tuple(float(x) for x in vector),
         )
 
 
-def measure(store: SearchBackend, queries: int, seed: int) -> tuple[float, float]:
-    for request in requests(20, seed + 1):  # warm caches, JIT, the vector matrix
-        store.search(request)
+def latencies(
+    store: SearchBackend,
+    queries: int,
+    seed: int,
+    candidates: int,
+    lists: tuple[str, ...],
+    filter_repos: int,
+) -> tuple[float, float]:
     latencies = []
-    for request in requests(queries, seed + 2):
+    for request in requests(queries, seed + 2, candidates, filter_repos):
+        request = replace(request, lists=lists)
         started = time.perf_counter()
         hits = store.search(request)
         latencies.append((time.perf_counter() - started) * 1000)
@@ -138,26 +197,169 @@ def measure(store: SearchBackend, queries: int, seed: int) -> tuple[float, float
     return cuts[49], cuts[94]
 
 
-def run(kind: str, total: int, args: argparse.Namespace, workdir: Path) -> Result:
-    store: SearchBackend
-    if kind == "opensearch":
-        settings = IndexerSettings(
-            store="opensearch",
-            opensearch_url=args.opensearch_url,
-            opensearch_index=f"codeask-bench-{uuid.uuid4().hex[:8]}",
-            opensearch_timeout=120,
-        )
-        store = OpenSearchStore.from_settings(settings)
-    else:
-        store = SqliteStore(workdir / f"bench-{total}.db")
+def measure(
+    store: SearchBackend, queries: int, seed: int, candidates: int, filter_repos: int
+) -> dict[str, tuple[float, float]]:
+    for request in requests(20, seed + 1, candidates):  # warm caches, JIT, the vector matrix
+        store.search(request)
+    return {
+        name: latencies(store, queries, seed, candidates, lists, filter_repos)
+        for name, lists in (("hybrid", ("bm25", "knn")), ("bm25", ("bm25",)), ("knn", ("knn",)))
+    }
+
+
+def rss_mb(pid: int) -> float | None:
     try:
-        seconds = load(store, total, args.seed)
-        p50, p95 = measure(store, args.queries, args.seed)
-        return Result(kind, total, seconds, p50, p95)
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def opensearch_pid() -> int | None:
+    found = subprocess.run(
+        ["pgrep", "-o", "-f", "org.opensearch.bootstrap.OpenSearch"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return int(found.stdout.split()[0]) if found.stdout.strip() else None
+
+
+def opensearch_stats(store: OpenSearchStore) -> tuple[int, float, float | None]:
+    """Segments and on-disk size of the chunk index, resident memory of the node's JVM."""
+    stats = store.client.indices.stats(index=store.alias, metric="segments,store")
+    total = stats["_all"]["primaries"]
+    pid = opensearch_pid()
+    return (
+        int(total["segments"]["count"]),
+        total["store"]["size_in_bytes"] / 1e6,
+        rss_mb(pid) if pid else None,
+    )
+
+
+def row(
+    kind: str, variant: str, total: int, seconds: float, lat: dict[str, tuple[float, float]]
+) -> Result:
+    return Result(kind, variant, total, seconds, lat["hybrid"], lat["bm25"], lat["knn"])
+
+
+def run_opensearch(total: int, args: argparse.Namespace) -> list[Result]:
+    settings = IndexerSettings(
+        store="opensearch",
+        opensearch_url=args.opensearch_url,
+        opensearch_index=args.index or f"codeask-bench-{uuid.uuid4().hex[:8]}",
+        opensearch_shards=args.shards,
+        opensearch_routing=args.routing,
+        opensearch_timeout=600,
+    )
+    store = OpenSearchStore.from_settings(settings)
+    name = f"{args.shards} shard{'s' if args.shards > 1 else ''}"
+    if args.routing:
+        name += ", routed by repo"
+    if args.writers > 1:
+        name += f", {args.writers} writers"
+    results: list[Result] = []
+    try:
+        seconds = 0.0
+        if not args.no_load:
+            store.ensure_schema(DIMENSION)
+            if args.bulk_load:
+                store.batch_docs = args.batch_docs
+                store.client.indices.put_settings(
+                    index=store.alias, body={"index": {"refresh_interval": "-1"}}
+                )
+                name += f", bulk load ({args.batch_docs}/request, no periodic refresh)"
+            seconds = load(store, total, args.seed, args.writers)
+            if args.bulk_load:
+                started = time.perf_counter()
+                store.client.indices.put_settings(
+                    index=store.alias, body={"index": {"refresh_interval": None}}
+                )
+                store.client.indices.refresh(index=store.alias)
+                seconds += time.perf_counter() - started
+        for candidates in args.candidate_list:
+            lat = measure(store, args.queries, args.seed, candidates, args.filter_repos)
+            result = row(
+                "opensearch",
+                f"{name}, {candidates} candidates{args.filter_label}",
+                total,
+                seconds,
+                lat,
+            )
+            result.segments, result.disk_mb, result.rss_mb = opensearch_stats(store)
+            results.append(result)
+            report(results[-1])
+        if args.force_merge:
+            started = time.perf_counter()
+            store.client.indices.forcemerge(
+                index=store.alias, max_num_segments=1, request_timeout=7200
+            )
+            merged = time.perf_counter() - started
+            print(f"  force merge to one segment: {merged:.0f} s", flush=True)
+            for candidates in args.candidate_list:
+                lat = measure(store, args.queries, args.seed, candidates, args.filter_repos)
+                variant = f"{name}, force-merged ({merged:.0f} s), {candidates} candidates"
+                variant += args.filter_label
+                result = row("opensearch", variant, total, seconds, lat)
+                result.segments, result.disk_mb, result.rss_mb = opensearch_stats(store)
+                results.append(result)
+                report(results[-1])
+        return results
     finally:
-        if isinstance(store, OpenSearchStore) and not args.keep:
+        if not args.keep:
             store.drop()
         store.close()
+
+
+def run_embedded(total: int, args: argparse.Namespace, workdir: Path) -> list[Result]:
+    path = workdir / f"bench-{total}.db"
+    store = SqliteStore(path)
+    try:
+        seconds = load(store, total, args.seed, args.writers)
+        results = []
+        for candidates in args.candidate_list:
+            lat = measure(store, args.queries, args.seed, candidates, args.filter_repos)
+            result = row(
+                "embedded", f"{candidates} candidates{args.filter_label}", total, seconds, lat
+            )
+            result.segments = None
+            result.disk_mb = sum(p.stat().st_size for p in workdir.glob(f"bench-{total}.db*")) / 1e6
+            result.rss_mb = rss_mb(os.getpid())  # this process: the store's vector matrix
+            results.append(result)
+            report(results[-1])
+        return results
+    finally:
+        store.close()
+        for p in workdir.glob(f"bench-{total}.db*"):
+            p.unlink()
+
+
+HEADER = (
+    "| store | variant | chunks | load s | chunks/s | hybrid p50 | hybrid p95 | "
+    "BM25 p50 / p95 | k-NN p50 / p95 | segments | disk MB | RSS MB |\n"
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+)
+
+
+def fmt(value: float | None, spec: str = ".0f") -> str:
+    return "—" if value is None else format(value, spec)
+
+
+def markdown(r: Result) -> str:
+    return (
+        f"| {r.store} | {r.variant} | {r.chunks:,} | {r.index_seconds:,.0f} | "
+        f"{r.chunks_per_second:,.0f} | {r.hybrid[0]:.1f} | {r.hybrid[1]:.1f} | "
+        f"{r.bm25[0]:.1f} / {r.bm25[1]:.1f} | {r.knn[0]:.1f} / {r.knn[1]:.1f} | "
+        f"{fmt(r.segments, 'd')} | {fmt(r.disk_mb, ',.0f')} | {fmt(r.rss_mb, ',.0f')} |"
+    )
+
+
+def report(r: Result) -> None:
+    load_avg = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{markdown(r)}   <- load average {load_avg}", flush=True)
 
 
 def main() -> None:
@@ -166,22 +368,34 @@ def main() -> None:
     parser.add_argument("--stores", default="embedded,opensearch")
     parser.add_argument("--opensearch-url", default="http://127.0.0.1:9200")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--candidates", default="50", help="comma-separated; 50 is the default")
+    parser.add_argument("--filter-repos", type=int, default=FILTER_REPOS, help="of 100")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--shards", type=int, default=1)
+    parser.add_argument("--routing", action="store_true", help="CODEASK_OPENSEARCH_ROUTING")
+    parser.add_argument("--bulk-load", action="store_true")
+    parser.add_argument("--batch-docs", type=int, default=2000)
+    parser.add_argument("--writers", type=int, default=1, help="repositories written at once")
+    parser.add_argument("--force-merge", action="store_true")
+    parser.add_argument("--index", default="", help="OpenSearch alias (default: a fresh one)")
+    parser.add_argument("--no-load", action="store_true", help="measure --index as it is")
     parser.add_argument("--keep", action="store_true", help="keep the OpenSearch index")
     args = parser.parse_args()
-    rows = [
-        "| store | chunks | index chunks/s | hybrid p50 ms | hybrid p95 ms |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
+    args.candidate_list = [int(c) for c in args.candidates.split(",")]
+    filtered = args.filter_repos != FILTER_REPOS
+    args.filter_label = f", filter {args.filter_repos} repos" if filtered else ""
+    if args.no_load and not args.index:
+        parser.error("--no-load needs --index")
+    results: list[Result] = []
     with tempfile.TemporaryDirectory() as tmp:
         for total in (int(s) for s in args.sizes.split(",")):
             for kind in args.stores.split(","):
-                r = run(kind, total, args, Path(tmp))
-                rows.append(
-                    f"| {r.store} | {r.chunks:,} | {r.chunks_per_second:,.0f} | "
-                    f"{r.p50_ms:.1f} | {r.p95_ms:.1f} |"
-                )
-                print("\n".join(rows), flush=True)  # each row as soon as it is measured
+                if kind == "opensearch":
+                    results += run_opensearch(total, args)
+                else:
+                    results += run_embedded(total, args, Path(tmp))
+    print("\nlatencies in ms\n" + HEADER)
+    print("\n".join(markdown(r) for r in results), flush=True)
 
 
 if __name__ == "__main__":
