@@ -175,7 +175,9 @@ class AnswerPipeline:
             ]
             result = not_found_answer(question, closest)
         else:
+            start = time.perf_counter()
             entries = build_context(top, self.settings.context_chars)
+            timings["context"] = time.perf_counter() - start
             sources = [e.source for e in entries]
             if self.llm is None:
                 shown = sources[:EXTRACTIVE_SOURCES]

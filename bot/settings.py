@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -29,6 +31,15 @@ class BotSettings(BaseSettings):
     llm_retries: int = 2
     rerank_model: str = ""
     rerank_candidates: int = 50
+    # How the cross-encoder runs: "torch" (sentence-transformers CrossEncoder), or an ONNX
+    # Runtime export of the same model, "onnx" (fp32) or "onnx-int8" (fused, int8 weights;
+    # the fast one, see docs/benchmarks.md), exported once into <data_dir>/models/onnx.
+    rerank_backend: Literal["torch", "onnx", "onnx-int8"] = "torch"
+    # Tokens of question + candidate the cross-encoder reads (the longer side is cut first);
+    # its cost grows with this, so it is the main latency lever after the backend.
+    rerank_max_length: int = Field(default=512, ge=16)
+    # ONNX rerank workers, each single-threaded on its own batch (0: one per CPU core).
+    rerank_threads: int = Field(default=0, ge=0)
     answer_sources: int = 6
     context_chars: int = 12_000
     # Minimum cosine similarity between the question and its best source; see bot.evidence.

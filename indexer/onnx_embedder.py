@@ -6,6 +6,10 @@ norms and GELU) into ``<data_dir>/models/onnx/``, optionally quantized to int8 p
 channel (per-tensor quantization loses too much: cosine 0.88 against torch), and then
 served with only onnxruntime and the Rust tokenizer loaded, so a command starts in a
 second instead of the many that importing torch and transformers takes.
+
+The export, fusion, quantization, session and batch-scheduling helpers here are shared
+with the ONNX cross-encoder reranker (``bot.rerank.OnnxCrossEncoderReranker``), which
+exports a sequence-classification head (``task="cross-encoder"``) the same way.
 """
 
 from __future__ import annotations
@@ -16,11 +20,11 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -30,6 +34,9 @@ from indexer.errors import ConfigError
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Part of the cache folder name: bump it when the export recipe changes.
 EXPORT_RECIPE = "fused-1"
+# "embedding": the encoder's last hidden state (pooled here); "cross-encoder": the
+# sequence-classification logits of a (question, text) pair.
+Task = Literal["embedding", "cross-encoder"]
 
 
 def cpu_has_vnni() -> bool:
@@ -41,13 +48,15 @@ def cpu_has_vnni() -> bool:
     return "avx512_vnni" in flags or "avx_vnni" in flags
 
 
-def _export(model_dir: Path, target: Path) -> None:
+def _export(model_dir: Path, target: Path, task: Task = "embedding") -> None:
     import torch
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoModelForSequenceClassification, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     # The SDPA graph is opaque to the fusion passes; the eager one is the pattern they know.
-    model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+    loader = AutoModelForSequenceClassification if task == "cross-encoder" else AutoModel
+    model = loader.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+    output = "logits" if task == "cross-encoder" else "last_hidden_state"
 
     class _Encoder(torch.nn.Module):
         def __init__(self, inner: Any) -> None:
@@ -58,21 +67,30 @@ def _export(model_dir: Path, target: Path) -> None:
             out = self.inner(
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             )
-            return out.last_hidden_state
+            return getattr(out, output)
 
-    sample = tokenizer(
-        ["def f(): pass", "a longer sample sentence"], padding=True, return_tensors="pt"
-    )
+    if task == "cross-encoder":
+        sample = tokenizer(
+            ["a question", "another question"],
+            ["def f(): pass", "a longer sample sentence"],
+            padding=True,
+            return_tensors="pt",
+        )
+    else:
+        sample = tokenizer(
+            ["def f(): pass", "a longer sample sentence"], padding=True, return_tensors="pt"
+        )
     if "token_type_ids" not in sample:
         sample["token_type_ids"] = torch.zeros_like(sample["input_ids"])
     tmp = target.with_suffix(".tmp")
-    axes = {name: {0: "batch", 1: "sequence"} for name in (*INPUTS, "last_hidden_state")}
+    axes = {name: {0: "batch", 1: "sequence"} for name in INPUTS}
+    axes[output] = {0: "batch"} if task == "cross-encoder" else {0: "batch", 1: "sequence"}
     torch.onnx.export(
         _Encoder(model),
         tuple(sample[name] for name in INPUTS),
         str(tmp),
         input_names=list(INPUTS),
-        output_names=["last_hidden_state"],
+        output_names=[output],
         dynamic_axes=axes,
         opset_version=17,
         dynamo=False,
@@ -128,23 +146,41 @@ def _quiet() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def ensure_onnx_model(model: str, cache_dir: Path, quantized: bool) -> tuple[Path, Path]:
-    """(onnx file, sentence-transformers folder) for ``model``, exporting it on first use."""
+def _weights_stamp(model_dir: Path) -> bytes:
+    """Size and modification time of the weight files: a model retrained in place re-exports."""
+    stamp = b""
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        path = model_dir / name
+        if path.is_file():
+            info = path.stat()
+            stamp += f"{name}:{info.st_size}:{info.st_mtime_ns};".encode()
+    return stamp
+
+
+def ensure_onnx_model(
+    model: str, cache_dir: Path, quantized: bool, task: Task = "embedding"
+) -> tuple[Path, Path]:
+    """(onnx file, model folder) for ``model``, exporting it on first use."""
     model_dir = Path(resolve_model_path(model))
     if not (model_dir / "config.json").is_file():
+        setting = "RERANK" if task == "cross-encoder" else "EMBED"
         raise ConfigError(
-            f"The ONNX embedder needs a local model folder; {model!r} is not one. Set "
-            "CODEASK_EMBED_MODEL to a sentence-transformers folder or use CODEASK_EMBED_BACKEND=torch."
+            f"The ONNX {task} model needs a local model folder; {model!r} is not one. Set "
+            f"CODEASK_{setting}_MODEL to a local model folder or use "
+            f"CODEASK_{setting}_BACKEND=torch."
         )
     digest = hashlib.sha256(
-        (model_dir / "config.json").read_bytes() + str(model_dir).encode()
+        (model_dir / "config.json").read_bytes()
+        + str(model_dir).encode()
+        + _weights_stamp(model_dir)
     ).hexdigest()[:16]
-    folder = cache_dir / f"{model_dir.name}-{digest}-{EXPORT_RECIPE}"
+    kind = "" if task == "embedding" else f"-{task}"
+    folder = cache_dir / f"{model_dir.name}{kind}-{digest}-{EXPORT_RECIPE}"
     folder.mkdir(parents=True, exist_ok=True)
     full = folder / "model.onnx"
     if not full.exists():
         with _quiet():
-            _export(model_dir, full)
+            _export(model_dir, full, task)
     if not quantized:
         return full, model_dir
     int8 = folder / ("model.int8.vnni.onnx" if cpu_has_vnni() else "model.int8.onnx")
@@ -154,13 +190,58 @@ def ensure_onnx_model(model: str, cache_dir: Path, quantized: bool) -> tuple[Pat
     return int8, model_dir
 
 
+def cpu_session(onnx_path: Path) -> Any:
+    """A single-threaded CPU session; one serves every worker (``run`` is thread-safe)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+
+
+def length_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Indices sorted by length and cut into batches, so a batch pads little."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    size = max(1, batch_size)
+    return [order[i : i + size] for i in range(0, len(order), size)]
+
+
+class BatchWorkers:
+    """Runs batches on ``workers`` threads, each driving a single-threaded ONNX session.
+
+    MiniLM-sized matrices are small enough that splitting one product across cores costs
+    more in synchronisation than it gains, while whole batches in parallel keep every
+    core busy. Batches are dealt out round-robin, so with length-sorted batches each
+    worker gets a similar mix of short and long ones. One call runs at a time.
+    """
+
+    def __init__(self, workers: int, name: str) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix=name)
+
+    def run(self, batches: Sequence[list[int]], work: Callable[[list[int]], None]) -> None:
+        def worker(first: int) -> None:
+            for part in batches[first :: self.workers]:
+                work(part)
+
+        with self._lock:
+            if len(batches) <= 1 or self.workers == 1:
+                for part in batches:
+                    work(part)
+            else:
+                futures = [self._pool.submit(worker, w) for w in range(self.workers)]
+                for future in futures:
+                    future.result()
+
+
 class OnnxEmbedder:
     """Mean-pooled, normalised sentence embeddings from an ONNX export of the model.
 
-    Batches run concurrently on ``threads`` workers, each single-threaded inside ONNX
-    Runtime: MiniLM's matrices are small enough that splitting one product across cores
-    costs more in synchronisation than it gains, while whole batches in parallel keep
-    every core busy (measured in ``bench/bench_embedders.py``).
+    Length-sorted batches run concurrently on ``threads`` single-threaded workers
+    (``BatchWorkers``; measured in ``bench/bench_embedders.py``).
     """
 
     def __init__(
@@ -171,21 +252,12 @@ class OnnxEmbedder:
         threads: int = 0,
         batch_size: int = 16,
     ) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         onnx_path, model_dir = ensure_onnx_model(model, cache_dir, quantized)
         self._name = f"{model}@onnx{'-int8' if quantized else ''}"
         self._batch_size = max(1, batch_size)
-        self._workers = max(1, threads or os.cpu_count() or 1)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # One session serves every worker: ``run`` is thread-safe and releases the GIL.
-        self._session = ort.InferenceSession(
-            str(onnx_path), options, providers=["CPUExecutionProvider"]
-        )
+        self._session = cpu_session(onnx_path)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         max_len = 256
@@ -201,8 +273,7 @@ class OnnxEmbedder:
             self._cls_pooling = bool(json.loads(pooling.read_text()).get("pooling_mode_cls_token"))
         probe = self._run(["probe"])
         self._dim = int(probe.shape[1])
-        self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="onnx-embed")
+        self._workers = BatchWorkers(threads, "onnx-embed")
 
     @property
     def name(self) -> str:
@@ -229,20 +300,10 @@ class OnnxEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dim), dtype=np.float32)
-        # Sorted by length, so a batch pads little; batches are dealt out round-robin so
-        # each worker gets a similar mix of short and long ones.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        batches = [order[i : i + self._batch_size] for i in range(0, len(order), self._batch_size)]
         out = np.empty((len(texts), self._dim), dtype=np.float32)
 
-        def work(worker: int) -> None:
-            for part in batches[worker :: self._workers]:
-                out[part] = self._run([texts[i] for i in part])
+        def work(part: list[int]) -> None:
+            out[part] = self._run([texts[i] for i in part])
 
-        with self._lock:
-            if len(batches) == 1:
-                work(0)
-            else:
-                for future in [self._pool.submit(work, w) for w in range(self._workers)]:
-                    future.result()
+        self._workers.run(length_batches([len(t) for t in texts], self._batch_size), work)
         return out

@@ -11,6 +11,7 @@ from bot.pipeline import AnswerPipeline
 from bot.rerank import (
     TINY_TOKENS,
     CrossEncoderReranker,
+    OnnxCrossEncoderReranker,
     load_reranker,
     pair_texts,
     trained_reranker_path,
@@ -18,7 +19,7 @@ from bot.rerank import (
 from bot.settings import BotSettings
 from indexer.embed_cache import SqliteEmbeddingCache
 from indexer.indexing import index_repository
-from indexer.models import Chunk
+from indexer.models import Chunk, Hit
 from indexer.search import Searcher
 from indexer.sqlite_store import SqliteStore
 
@@ -153,3 +154,82 @@ def test_tiny_chunks_are_scored_with_their_neighbours_lines() -> None:
     assert texts[0] == "def send():\n    pass\nRETRIES = 3\ndef retry():\n    pass"
     long_enough = pair_texts([tiny, above], lambda _: TINY_TOKENS)
     assert long_enough[0] == "RETRIES = 3"
+
+
+def _source_chunks() -> list[Chunk]:
+    """SOURCE's three functions as chunks, in line order."""
+    chunks, line = [], 1
+    for block in SOURCE.strip().split("\n\n\n"):
+        end = line + block.count("\n")
+        symbol = block.split("(", 1)[0].removeprefix("def ")
+        chunks.append(
+            Chunk("acme/sched", "sched/durations.py", line, end, block, symbol, "python", "source")
+        )
+        line = end + 3
+    return chunks
+
+
+@pytest.fixture(scope="module")
+def toy_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("toy") / "cross-encoder"
+    _fine_tune(out, _source_chunks())
+    return out
+
+
+@pytest.mark.parametrize("quantized", [False, True])
+def test_onnx_cross_encoder_ranks_like_the_torch_one(
+    toy_cross_encoder: Path, tmp_path: Path, quantized: bool
+) -> None:
+    hits = [Hit(c, 0.0) for c in _source_chunks()]
+    torch_model = CrossEncoderReranker(str(toy_cross_encoder))
+    fast = OnnxCrossEncoderReranker(str(toy_cross_encoder), tmp_path, quantized=quantized)
+    assert fast.name.endswith("@onnx-int8" if quantized else "@onnx")
+    text = hits[0].chunk.text
+    assert fast.token_count(text) == torch_model.token_count(text)  # same tiny-chunk rule
+    questions = [QUESTION, "Where is the job banner rendered?", "what puts a job on the queue"]
+    for question in questions:
+        reference = torch_model.score(question, hits)
+        scores = fast.score(question, hits)
+        assert sorted(range(3), key=lambda i: -scores[i]) == sorted(
+            range(3), key=lambda i: -reference[i]
+        )
+        # Same activation (sigmoid) and, for fp32, the same numbers.
+        assert scores == pytest.approx(reference, abs=0.05 if quantized else 1e-4)
+    best = fast.score(QUESTION, hits)
+    assert hits[best.index(max(best))].chunk.symbol == TARGET
+
+
+def test_rerank_max_length_truncates_the_pair(toy_cross_encoder: Path, tmp_path: Path) -> None:
+    hits = [Hit(c, 0.0) for c in _source_chunks()]
+    short = OnnxCrossEncoderReranker(str(toy_cross_encoder), tmp_path, False, max_length=24)
+    full = OnnxCrossEncoderReranker(str(toy_cross_encoder), tmp_path, False, max_length=512)
+    assert short.max_length == 24
+    # The tiny-chunk rule counts whole chunks, whatever the cap.
+    assert short.token_count(hits[0].chunk.text) == full.token_count(hits[0].chunk.text) > 24
+    ids = short.encode(QUESTION, [h.chunk.text for h in hits])
+    assert [len(i) for i in ids] == [24, 24, 24]
+    question_ids = short.encode(QUESTION, [""])[0]
+    assert ids[0][: len(question_ids) - 1] == question_ids[:-1]  # the question is kept whole
+    assert all(len(i) > 24 for i in full.encode(QUESTION, [h.chunk.text for h in hits]))
+    # The torch path cuts at the same place: its scores at 24 tokens are the ONNX ones.
+    truncated = short.score(QUESTION, hits)
+    assert truncated == pytest.approx(
+        CrossEncoderReranker(str(toy_cross_encoder), max_length=24).score(QUESTION, hits),
+        abs=1e-4,
+    )
+    assert truncated != pytest.approx(full.score(QUESTION, hits), abs=1e-4)
+
+
+def test_rerank_backend_setting_selects_the_onnx_path(
+    toy_cross_encoder: Path, tmp_path: Path
+) -> None:
+    settings = BotSettings(
+        rerank_model=str(toy_cross_encoder), rerank_backend="onnx-int8", rerank_max_length=64
+    )
+    reranker = load_reranker(settings, tmp_path)
+    assert isinstance(reranker, OnnxCrossEncoderReranker)
+    assert reranker.max_length == 64
+    assert load_reranker(settings, tmp_path) is reranker  # one per process and configuration
+    assert any((tmp_path / "models" / "onnx").glob("*cross-encoder*/model.int8*.onnx"))
+    torch_settings = settings.model_copy(update={"rerank_backend": "torch"})
+    assert isinstance(load_reranker(torch_settings, tmp_path), CrossEncoderReranker)
