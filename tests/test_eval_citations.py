@@ -39,20 +39,9 @@ from indexer.search import Searcher
 from indexer.settings import IndexerSettings
 from indexer.sqlite_store import SqliteStore
 from tests.fake_llm import FakeLLM, Reply, running_fake_llm
+from tests.test_eval_harness import FILES  # the same tiny repository
 
 REPO = "acme/tiny"
-FILES = {
-    "billing/invoice.py": (
-        "import math\n\n\n"
-        "def round_invoice_total(amount: float) -> int:\n"
-        '    """Totals are rounded up to whole cents."""\n'
-        "    return math.ceil(amount * 100)\n\n\n"
-        "class RetryPolicy:\n"
-        "    def backoff_seconds(self, attempt: int) -> float:\n"
-        "        return min(30.0, 0.5 * 2**attempt)\n"
-    ),
-    "README.md": "# Tiny\n\nA billing service.\n\n## Deploy\n\nRun `make deploy` on main.\n",
-}
 INVOICE_GOLD = GoldPlace("billing/invoice.py", 4, 6, "round_invoice_total")
 README_GOLD = GoldPlace("README.md", 5, 7, "Deploy")
 ROUNDING = "how is the invoice total rounded in round_invoice_total?"
