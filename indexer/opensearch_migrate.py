@@ -93,32 +93,29 @@ def _copy(store: OpenSearchStore, source: str, dest: str, page: int = 500) -> in
     """
     copied = 0
     batch: list[tuple[str, dict[str, Any]]] = []
+
+    def flush() -> None:
+        nonlocal copied, batch
+        bulk_index(
+            store.client,
+            store.url,
+            dest,
+            batch,
+            routed=store.routing,
+            retry_delays=store.retry_delays,
+        )
+        copied += len(batch)
+        batch = []
+
     hits = scan(store.client, index=source, query={"query": {"match_all": {}}}, size=page)
     try:
         for hit in hits:
             batch.append((hit["_id"], hit["_source"]))
             if len(batch) >= page:
-                bulk_index(
-                    store.client,
-                    store.url,
-                    dest,
-                    batch,
-                    routed=store.routing,
-                    retry_delays=store.retry_delays,
-                )
-                copied += len(batch)
-                batch = []
+                flush()
     except os_errors.TransportError as exc:
         raise translate(exc, store.url, f"copy {source} to {dest}") from exc
-    bulk_index(
-        store.client,
-        store.url,
-        dest,
-        batch,
-        routed=store.routing,
-        retry_delays=store.retry_delays,
-    )
-    copied += len(batch)
+    flush()
     call(store.url, f"refresh {dest}", lambda: store.client.indices.refresh(index=dest))
     return copied
 
