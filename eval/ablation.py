@@ -26,12 +26,13 @@ from indexer.embed_cache import SqliteEmbeddingCache
 from indexer.embedding import Embedder
 from indexer.errors import CodeaskError
 from indexer.models import Hit
+from indexer.query import SEARCH_LISTS
 from indexer.search import Searcher
 from indexer.settings import IndexerSettings
 from indexer.sqlite_store import SqliteStore
 from indexer.stores import open_embedding_cache
 
-HYBRID = ("bm25", "knn")
+HYBRID = SEARCH_LISTS
 BM25 = ("bm25",)
 DENSE = ("knn",)
 Say = Callable[[str], None]
@@ -49,6 +50,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("hybrid", "product"),
     Variant("bm25", "product", BM25),
     Variant("dense", "product", DENSE),
+    Variant("hybrid, no symbol list", "product", ("bm25", "knn")),
     Variant("hybrid+rerank", "product", rerank=True),
     Variant("naive hybrid", "naive"),
     Variant("naive bm25", "naive", BM25),

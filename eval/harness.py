@@ -25,6 +25,7 @@ from eval.metrics import recall_curve as curve_of
 from indexer.backend import SearchBackend
 from indexer.errors import InvalidInput
 from indexer.models import Hit
+from indexer.query import SEARCH_LISTS
 from indexer.search import Searcher
 
 JSON_SCHEMA_VERSION = 1
@@ -67,7 +68,7 @@ def span_of(hit: Hit) -> Span:
 
 def searcher_ranker(
     searcher: Searcher,
-    lists: tuple[str, ...] = ("bm25", "knn"),
+    lists: tuple[str, ...] = SEARCH_LISTS,
     rerank: Rerank | None = None,
     candidates: int = CANDIDATES,
 ) -> Ranker:

@@ -6,6 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Literal
 
+from indexer.query import SEARCH_LISTS
+
 Visibility = Literal["public", "internal", "private"]
 ChunkKind = Literal["source", "test", "docs", "config"]
 VISIBILITIES: tuple[str, ...] = ("public", "internal", "private")
@@ -61,7 +63,7 @@ class SearchRequest:
     k: int = 10
     candidates: int = 50
     embedding: tuple[float, ...] | None = None
-    lists: tuple[str, ...] = ("bm25", "knn")
+    lists: tuple[str, ...] = SEARCH_LISTS
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import numpy as np
 from indexer.backend import SearchBackend
 from indexer.embedding import Embedder, EmbeddingCache, cache_key, embedding_text
 from indexer.models import Chunk, Hit, SearchRequest
+from indexer.query import SEARCH_LISTS
 
 
 class Searcher:
@@ -62,7 +63,7 @@ class Searcher:
         repos: frozenset[str],
         k: int = 10,
         candidates: int = 50,
-        lists: tuple[str, ...] = ("bm25", "knn"),
+        lists: tuple[str, ...] = SEARCH_LISTS,
     ) -> list[Hit]:
         """Top ``k`` fused hits, drawn only from ``repos`` (empty: nothing)."""
         if not repos:

@@ -15,6 +15,7 @@ import numpy as np
 from indexer.backend import fuse, top_k_indices
 from indexer.errors import ConfigError, StoreUnavailable
 from indexer.models import Chunk, Hit, RepoState, SearchRequest
+from indexer.query import symbol_terms
 from indexer.tokens import code_tokens, query_terms
 
 _SCHEMA = """
@@ -306,6 +307,21 @@ class SqliteStore:
         )
         return [str(r[0]) for r in rows]
 
+    def symbols(self, text: str, repos: frozenset[str], n: int) -> list[str]:
+        """Chunks whose symbol is an identifier the question names, by BM25 on the symbol."""
+        names = symbol_terms(text)
+        if not names or not repos:
+            return []
+        allowed = " OR ".join(repo_token(r) for r in sorted(repos))
+        match = "symbol : (" + " OR ".join(f'"{t}"' for t in names) + f") AND repo : ({allowed})"
+        rows = self._conn().execute(
+            "SELECT c.id FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
+            "ORDER BY bm25(chunks_fts, 1, 0, 0, 0, 0) LIMIT ?) AS f "
+            "JOIN chunks c ON c.rowid = f.rowid",
+            (match, n),
+        )
+        return [str(r[0]) for r in rows]
+
     def _informative_terms(self, terms: list[str]) -> list[str]:
         if len(terms) < 2:
             return terms
@@ -369,6 +385,10 @@ class SqliteStore:
         if "knn" in request.lists and request.embedding is not None:
             vector = np.asarray(request.embedding, dtype=np.float32)
             ranked["knn"] = self.knn(vector, request.repos, request.candidates)
+        if "symbol" in request.lists:
+            found = self.symbols(request.text, request.repos, request.candidates)
+            if found:
+                ranked["symbol"] = found
         if pending is not None:
             ranked = {"bm25": pending.result(), **ranked}
         ids = list(dict.fromkeys(i for lst in ranked.values() for i in lst))

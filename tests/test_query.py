@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from indexer.backend import fuse
 from indexer.models import Chunk, SearchRequest
-from indexer.query import kind_weights
+from indexer.query import kind_weights, symbol_terms
 
 
 def chunk(path: str, kind: str) -> Chunk:
@@ -31,3 +31,18 @@ def test_fusion_prefers_source_but_keeps_tests_and_docs() -> None:
     assert {h.chunk.kind for h in hits} == {"source", "test", "docs"}  # lower, never hidden
     asked = SearchRequest("where is the retry delay tested", frozenset({"acme/app"}), k=3)
     assert fuse(asked, ranked, [src, test, doc])[0].chunk.kind == "test"
+
+
+def test_symbol_terms_are_the_identifiers_a_question_names() -> None:
+    assert symbol_terms("What does TokenBucket.refill do with STRIPE_WEBHOOK_SECRET?") == [
+        "tokenbucket",
+        "refill",
+        "stripe_webhook_secret",
+    ]
+    # A lower-case receiver is a variable, not a definition to look for.
+    assert symbol_terms("How does setting ctx.body reach the socket via app.use?") == [
+        "body",
+        "use",
+    ]
+    assert symbol_terms("how is the retry delay computed") == []
+    assert symbol_terms("what is __init__ for in calculate_mrr") == ["init", "calculate_mrr"]

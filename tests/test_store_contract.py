@@ -142,7 +142,44 @@ def test_delete_repo_leaves_other_repos_alone(store: SearchBackend) -> None:
     assert found == [other.id]
 
 
-@pytest.mark.parametrize("lists", [("bm25",), ("knn",), ("bm25", "knn")])
+def test_symbol_list_holds_the_definitions_of_named_identifiers(store: SearchBackend) -> None:
+    vectors = _load(store)
+    caller = chunk(
+        "acme/web",
+        "src/jobs.py",
+        1,
+        "def nightly():\n    retry_with_backoff(sync, 5)\n    retry_with_backoff(sync, 5)",
+        "nightly",
+    )
+    store.apply_changes("acme/web", [], [caller], random_vectors(1, DIM, 4), state("acme/web"))
+    symbol = {"lists": ("symbol",)}
+    # The definition, not the chunk that only mentions the name (BM25 finds both).
+    assert _ids(store, "why does retry_with_backoff sleep?", {"acme/web"}, **symbol) == [RETRY.id]
+    assert set(
+        _ids(store, "why does retry_with_backoff sleep?", {"acme/web"}, lists=("bm25",))
+    ) >= {
+        RETRY.id,
+        caller.id,
+    }
+    # CamelCase names match whole; a receiver variable (``conn.``) is not a symbol.
+    assert _ids(store, "what does conn.DatabaseConnection hold", {"acme/web"}, **symbol) == [
+        CONN.id
+    ]
+    # Plain words name no identifier: no symbol list at all.
+    assert _ids(store, "how are sockets opened", {"acme/web"}, **symbol) == []
+    fused = store.search(
+        SearchRequest(
+            text="retry_with_backoff",
+            repos=frozenset({"acme/web"}),
+            embedding=tuple(vectors[1]),
+        )
+    )
+    assert fused[0].chunk.id == RETRY.id and set(fused[0].ranks) == {"bm25", "knn", "symbol"}
+
+
+@pytest.mark.parametrize(
+    "lists", [("bm25",), ("knn",), ("symbol",), ("bm25", "knn"), ("bm25", "knn", "symbol")]
+)
 def test_repo_filter_is_respected_by_every_list(
     store: SearchBackend, lists: tuple[str, ...]
 ) -> None:
