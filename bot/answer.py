@@ -41,7 +41,7 @@ class Candidate:
     chunk: Chunk
     fused_rank: int  # 1-based position after fusion
     fused_score: float
-    ranks: dict[str, int]  # 1-based rank in each list that found it (bm25, knn)
+    ranks: dict[str, int]  # 1-based rank in each list that found it (bm25, knn, symbol)
     rerank_score: float | None = None
     final_rank: int = 0  # 1-based position after rerank (equals fused_rank without one)
 

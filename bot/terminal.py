@@ -70,13 +70,14 @@ def print_explain(answer: Answer, console: Console) -> None:
     console.print(f"  evidence: {ev}   answered: {answer.found}", markup=False)
     timings = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in answer.timings.items())
     console.print(f"  timings: {timings}", markup=False)
-    console.print("  final  fused  bm25  knn  rerank    location  symbol")
+    console.print("  final  fused  bm25  knn  sym  rerank    location  symbol")
     for c in sorted(answer.explain, key=lambda c: c.final_rank):
         bm25 = c.ranks.get("bm25", "-")
         knn = c.ranks.get("knn", "-")
+        sym = c.ranks.get("symbol", "-")
         score = "-" if c.rerank_score is None else f"{c.rerank_score:.4f}"
         console.print(
-            f"  {c.final_rank:>5}  {c.fused_rank:>5}  {bm25!s:>4}  {knn!s:>3}  {score:>7}    "
+            f"  {c.final_rank:>5}  {c.fused_rank:>5}  {bm25!s:>4}  {knn!s:>3}  {sym!s:>3}  {score:>7}    "
             f"{c.chunk.repo}/{c.chunk.location}  {c.chunk.symbol}",
             markup=False,
         )

@@ -44,6 +44,16 @@ def test_index_search_ask_end_to_end(
     assert "shop/mail.py:1-3" in answer.stdout
     assert "smtp.sendmail" in answer.stdout
 
+    question = "how does TokenBucket decide to allow a call?"
+    trail = run(["ask", question, "--explain"], data, COLUMNS="200")  # no wrapped rows
+    assert trail.returncode == 0, trail.stderr
+    header = "final  fused  bm25  knn  sym  rerank"
+    assert header in trail.stdout
+    table = trail.stdout.split(header, 1)[1].splitlines()
+    rows = [ln.split() for ln in table if "acme/shop/shop/limits.py" in ln]
+    # The definition the question names is first in the symbol list.
+    assert rows and rows[0][4] == "1", trail.stdout
+
 
 def test_index_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
     result = run(["index", str(tmp_path / "nope")], tmp_path / "data")
