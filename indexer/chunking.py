@@ -24,7 +24,14 @@ from indexer.spans import (
 )
 
 CONTAINER_SPLIT_LINES = 30  # a class longer than this is chunked member by member
-CHUNKER_VERSION = "3"
+CHUNKER_VERSION = "4"  # 4: the header lists only the imports the chunk uses
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Words of import statements themselves, never names a chunk could be using.
+_IMPORT_WORDS = frozenset(
+    "import from as require const let var use using package include static type typeof "
+    "default crate self super pub mod".split()
+)
 
 _NAME_TYPES = frozenset(
     {
@@ -61,6 +68,23 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+def used_imports(imports: list[str], body: list[str]) -> list[str]:
+    """The import lines that bring in a name ``body`` uses.
+
+    Every import of the file in every chunk's header made a file's chunks look alike to
+    the embedding and crowded its 256-token window (golden sets: MRR@10 0.710 -> 0.720,
+    multi-hop all gold@10 0.316 -> 0.526 with only the used ones; eval/README.md).
+    """
+    if not imports:
+        return []
+    names = set(_NAME.findall("\n".join(body)))
+    return [
+        line
+        for line in imports
+        if any(w in names for w in _NAME.findall(line) if w not in _IMPORT_WORDS and len(w) > 1)
+    ]
+
+
 def chunk_file(
     path: str,
     language: str,
@@ -89,8 +113,9 @@ def chunk_file(
     chunks = []
     for span in spans:
         header_lines = [f"# {path}", *span.scope]
-        if imports:
-            header_lines.append("imports: " + "; ".join(imports))
+        used = used_imports(imports, lines[span.start : span.end + 1])
+        if used:
+            header_lines.append("imports: " + "; ".join(used))
         chunks.append(
             Chunk(
                 repo=repo,

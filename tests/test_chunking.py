@@ -89,10 +89,26 @@ def test_large_python_class_is_chunked_by_method_with_decorators_and_header() ->
     first = by_symbol["Big.method_0"]
     assert (first.start_line, first.end_line) == (8, 10)
     assert "class Big(Base):" in first.header  # enclosing signature for context
-    assert "import os" in first.header
+    assert "import" not in first.header  # it uses no imported name
     head = by_symbol["Big"]
     assert head.start_line == 4  # the decorator belongs to the class
     assert head.text.startswith("@dataclass\nclass Big(Base):")
+
+
+def test_header_lists_only_the_imports_a_chunk_uses() -> None:
+    src = (
+        "import os\nfrom pathlib import Path\nfrom typing import Any\n\n\n"
+        "def home() -> Path:\n    return Path(os.environ['HOME'])\n\n\n"
+        "def double(x):\n    return 2 * x\n"
+    )
+    by_symbol = {c.symbol: c for c in chunk_file("paths.py", "python", src.encode())}
+    assert (
+        by_symbol["home"].header.splitlines()[-1] == "imports: import os; from pathlib import Path"
+    )
+    assert "import" not in by_symbol["double"].header
+    js = "const express = require('express');\nimport { join } from 'path';\n\nfunction app() {\n  return express();\n}\n"
+    (app,) = [c for c in chunk_file("app.js", "javascript", js.encode()) if c.symbol == "app"]
+    assert app.header.splitlines()[-1] == "imports: const express = require('express')"
 
 
 def test_decorated_function_keeps_decorator_and_comment() -> None:
