@@ -11,7 +11,7 @@ hybrid latency, the BM25 and k-NN lists are timed alone (same queries).
 OpenSearch options: ``--bulk-load`` (refresh_interval -1 and bigger bulk requests during
 the load, restored after; the store still refreshes after each repository, as it must),
 ``--force-merge`` (after the first measurement, merge to one segment and measure again),
-``--writers N`` (repositories written at once), ``--shards N``, ``--routing`` (chunks routed by repository), ``--candidates 20,50`` (more query variants), ``--index NAME --no-load``
+``--writers N`` (repositories written at once), ``--shards N``, ``--routing`` (chunks routed by repository), ``--vector-encoding sq`` (Lucene scalar quantization), ``--candidates 20,50`` (more query variants), ``--index NAME --no-load``
 (measure an index kept by an earlier ``--keep`` run).
 
 Prints a markdown table. Not a test: it takes minutes and needs a running node.
@@ -253,12 +253,15 @@ def run_opensearch(total: int, args: argparse.Namespace) -> list[Result]:
         opensearch_index=args.index or f"codeask-bench-{uuid.uuid4().hex[:8]}",
         opensearch_shards=args.shards,
         opensearch_routing=args.routing,
+        opensearch_vector_encoding=args.vector_encoding,
         opensearch_timeout=600,
     )
     store = OpenSearchStore.from_settings(settings)
     name = f"{args.shards} shard{'s' if args.shards > 1 else ''}"
     if args.routing:
         name += ", routed by repo"
+    if args.vector_encoding != "float":
+        name += f", {args.vector_encoding} vectors"
     if args.writers > 1:
         name += f", {args.writers} writers"
     results: list[Result] = []
@@ -373,6 +376,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--shards", type=int, default=1)
     parser.add_argument("--routing", action="store_true", help="CODEASK_OPENSEARCH_ROUTING")
+    parser.add_argument(
+        "--vector-encoding",
+        choices=["float", "sq"],
+        default="float",
+        help="CODEASK_OPENSEARCH_VECTOR_ENCODING",
+    )
     parser.add_argument("--bulk-load", action="store_true")
     parser.add_argument("--batch-docs", type=int, default=2000)
     parser.add_argument("--writers", type=int, default=1, help="repositories written at once")

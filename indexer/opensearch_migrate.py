@@ -60,10 +60,14 @@ def migrate(store: OpenSearchStore, dimension: int, *, delete_old: bool = False)
     mapping = call(store.url, "read the mapping", lambda: client.indices.get_mapping(index=current))
     old_dimension = mapping[current]["mappings"].get("properties", {}).get("embedding", {})
     same_vectors = int(old_dimension.get("dimension", -1)) == dimension
-    if same_vectors and not check_mapping(mapping[current]["mappings"], dimension, store.routing):
+    if same_vectors and not check_mapping(
+        mapping[current]["mappings"], dimension, store.routing, store.encoding
+    ):
         return Migration(current, current, 0, reindex_needed=False)  # nothing to change
 
-    body = chunk_index_body(dimension, store.shards, store.replicas, alias, store.routing)
+    body = chunk_index_body(
+        dimension, store.shards, store.replicas, alias, store.routing, store.encoding
+    )
     del body["aliases"]  # attached below, atomically with the removal from the old index
     call(store.url, f"create {new}", lambda: client.indices.create(index=new, body=body))
     copied = _copy(store, current, new) if same_vectors else 0

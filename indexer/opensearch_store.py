@@ -64,6 +64,7 @@ class OpenSearchStore:
         shards: int = 1,
         replicas: int = 0,
         routing: bool = False,
+        encoding: str = "float",
         batch_docs: int = 500,
         retry_delays: Sequence[float] = DEFAULT_RETRY_DELAYS,
     ) -> None:
@@ -74,6 +75,7 @@ class OpenSearchStore:
         self.shards = shards
         self.replicas = replicas
         self.routing = routing
+        self.encoding = encoding
         self.batch_docs = batch_docs
         self.retry_delays = tuple(retry_delays)
 
@@ -86,6 +88,7 @@ class OpenSearchStore:
             shards=settings.opensearch_shards,
             replicas=settings.opensearch_replicas,
             routing=settings.opensearch_routing,
+            encoding=settings.opensearch_vector_encoding,
         )
 
     def close(self) -> None:
@@ -123,7 +126,9 @@ class OpenSearchStore:
             self._create(self.state_index, state_index_body(self.replicas))
         index = self.concrete_index()
         if index is None:
-            body = chunk_index_body(dimension, self.shards, self.replicas, self.alias, self.routing)
+            body = chunk_index_body(
+                dimension, self.shards, self.replicas, self.alias, self.routing, self.encoding
+            )
             if self._create(f"{self.alias}-v1", body):
                 return
             index = self.concrete_index()
@@ -133,7 +138,9 @@ class OpenSearchStore:
                     "point to it. Add the alias or delete the index."
                 )
         mappings = self._call("read the mapping", lambda: indices.get_mapping(index=index))
-        problems = check_mapping(mappings[index]["mappings"], dimension, self.routing)
+        problems = check_mapping(
+            mappings[index]["mappings"], dimension, self.routing, self.encoding
+        )
         if problems:
             raise ConfigError(
                 f"The OpenSearch index {index} (alias {self.alias}) does not fit this "

@@ -38,6 +38,10 @@ class IndexerSettings(BaseSettings):
     # the allowed repositories. Fixed when the chunk index is created (changing it later
     # needs `codeask migrate-index`); it changes nothing with one shard.
     opensearch_routing: bool = False
+    # float: vectors as given; sq: Lucene's scalar quantizer builds and searches the HNSW
+    # graph on 1-byte vectors (a quarter of the graph memory; faster loads and queries, see
+    # docs/benchmarks.md). Fixed when the chunk index is created, like routing.
+    opensearch_vector_encoding: Literal["float", "sq"] = "float"
     opensearch_timeout: float = 30.0
     # codeask worker: how often an idle worker polls, how often a busy one renews its
     # lease, after how long a silent worker's job is taken over, and the retry backoff.

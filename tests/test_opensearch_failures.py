@@ -294,3 +294,32 @@ def test_malformed_mapping_is_refused_and_migration_copies_chunks(
     )
     assert [h.chunk.symbol for h in hits] == ["parseHTTPRequest"]
     assert direct.repo_state("acme/web") is not None
+
+
+@opensearch_test
+def test_switching_to_quantized_vectors_is_refused_then_migrated(
+    direct: OpenSearchStore,
+) -> None:
+    direct.encoding = "float"
+    direct.ensure_schema(8)
+    vectors = random_vectors(3, 8)
+    chunks = [chunk("acme/web", f"m{i}.py", 1, f"def f{i}(): ...", f"f{i}") for i in range(3)]
+    direct.apply_changes("acme/web", [], chunks, vectors, state("acme/web"))
+    direct.encoding = "sq"  # CODEASK_OPENSEARCH_VECTOR_ENCODING=sq on an index built without
+    with pytest.raises(ConfigError, match=r"stored as float but .*VECTOR_ENCODING is sq"):
+        direct.ensure_schema(8)
+
+    moved = migrate(direct, 8, delete_old=True)
+    assert (moved.copied, moved.reindex_needed) == (
+        3,
+        False,
+    )  # same vectors: copied, not re-embedded
+    direct.ensure_schema(8)
+    mapping = direct.client.indices.get_mapping(index=direct.alias)
+    method = next(iter(mapping.values()))["mappings"]["properties"]["embedding"]["method"]
+    assert method["parameters"]["encoder"]["name"] == "sq"
+    for i, expected in enumerate(chunks):  # the quantized graph still finds each vector first
+        request = SearchRequest(
+            text="", repos=frozenset({"acme/web"}), embedding=tuple(vectors[i]), lists=("knn",)
+        )
+        assert direct.search(request)[0].chunk.id == expected.id
