@@ -66,10 +66,11 @@ def run_backend(backend: str, repo: Path, work: Path) -> dict[str, object]:
 
 
 def push_cell(report: IndexReport) -> str:
-    cached = report.chunks - report.embedded
+    cached = report.chunks - report.embedded - report.carried
+    carried = f", {report.carried} kept from the old path" if report.carried else ""
     return (
         f"{report.seconds:.2f} s: {report.changed_files} files, {report.chunks} chunks, "
-        f"{report.embedded} embedded, {cached} from cache"
+        f"{report.embedded} embedded, {cached} from cache{carried}"
     )
 
 

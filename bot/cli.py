@@ -89,7 +89,9 @@ def index(
     err.print(
         f"[bold]{name}[/] at {report.commit[:12] or 'working tree'}: {report.files} files, "
         f"{report.changed_files} changed, {report.deleted_files} deleted, {report.chunks} chunks "
-        f"written ({report.embedded} embedded), {len(report.skipped)} skipped, "
+        f"written ({report.embedded} embedded"
+        + (f", {report.carried} kept from renamed files" if report.carried else "")
+        + f"), {len(report.skipped)} skipped, "
         f"{report.seconds:.1f} s"
     )
     for reason, count in report.skipped_by_reason().items():

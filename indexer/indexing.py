@@ -5,7 +5,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +14,13 @@ import pathspec
 
 from indexer.backend import SearchBackend
 from indexer.chunking import CHUNKER_VERSION, chunk_file
-from indexer.embedding import Embedder, EmbeddingCache, embed_with_cache, embedding_text
+from indexer.embedding import (
+    Embedder,
+    EmbeddingCache,
+    cache_key,
+    embed_with_cache,
+    embedding_text,
+)
 from indexer.errors import IndexingError
 from indexer.gitrepo import head_commit
 from indexer.models import VISIBILITIES, Chunk, RepoState
@@ -34,6 +40,7 @@ class IndexReport:
     deleted_files: int = 0
     chunks: int = 0
     embedded: int = 0
+    carried: int = 0  # chunks of renamed files whose vectors came from the old path
     skipped: list[Skipped] = field(default_factory=list)
     seconds: float = 0.0
     full: bool = False
@@ -100,9 +107,16 @@ def index_repository(
     changed = [f for f in files if report.full or indexed.get(f.path) != f.blob_sha]
     deleted = [p for p in indexed if p not in current]
     report.changed_files, report.deleted_files = len(changed), len(deleted)
+    # A renamed file (same blob at a path that disappeared) keeps the vectors computed for
+    # its old path: the path is part of the embedded text, but re-embedding a moved file
+    # would make every rename cost as much as a rewrite.
+    gone = {indexed[p]: p for p in deleted}
+    moved_from = (
+        {} if report.full else {f.path: gone[f.blob_sha] for f in changed if f.blob_sha in gone}
+    )
 
-    chunks, vectors, report.embedded = _chunk_and_embed(
-        changed, repo, visibility, commit, embedder, cache, progress
+    chunks, vectors, report.embedded, report.carried = _chunk_and_embed(
+        changed, repo, visibility, commit, embedder, cache, progress, moved_from
     )
     report.chunks = len(chunks)
     remove = deleted + [f.path for f in changed]
@@ -134,36 +148,50 @@ def _chunk_and_embed(
     embedder: Embedder,
     cache: EmbeddingCache,
     progress: ProgressFn | None,
-) -> tuple[list[Chunk], np.ndarray, int]:
-    """Chunks of ``files`` and their vectors, chunking in a thread while embedding runs.
+    moved_from: Mapping[str, str] | None = None,
+) -> tuple[list[Chunk], np.ndarray, int, int]:
+    """Chunks of ``files`` and their vectors, chunking in a thread while embedding runs;
+    returns (chunks, vectors, embedded, carried over from renamed files).
 
     Parsing is Python and tree-sitter work; embedding is model work that leaves the
     interpreter free (both embedders release the GIL), so the two overlap. Chunks arrive
     in groups of ``EMBED_GROUP``; each group is sorted by length inside the embedder.
+    For a file in ``moved_from`` (new path -> old path) the cached vectors of its chunks
+    at the old path are used when every chunk has one.
     """
-    groups: queue.Queue[tuple[list[Chunk], int] | BaseException | None] = queue.Queue()
+    Group = tuple[list[Chunk], list[str], int]
+    groups: queue.Queue[Group | BaseException | None] = queue.Queue()
     stop = threading.Event()
+    moved = moved_from or {}
+
+    def chunks_of(f: SourceFile, path: str) -> list[Chunk]:
+        return chunk_file(
+            path,
+            f.language,
+            f.data,
+            repo=repo,
+            visibility=visibility,
+            commit=commit,
+            blob_sha=f.blob_sha,
+        )
 
     def produce() -> None:
         group: list[Chunk] = []
+        texts: list[str] = []
         try:
             for i, f in enumerate(files, start=1):
                 if stop.is_set():
                     return
-                group.extend(
-                    chunk_file(
-                        f.path,
-                        f.language,
-                        f.data,
-                        repo=repo,
-                        visibility=visibility,
-                        commit=commit,
-                        blob_sha=f.blob_sha,
-                    )
+                new = chunks_of(f, f.path)
+                group.extend(new)
+                texts.extend(
+                    _texts_for(new, chunks_of(f, moved[f.path]), embedder, cache)
+                    if f.path in moved
+                    else [embedding_text(c) for c in new]
                 )
                 if len(group) >= EMBED_GROUP or i == len(files):
-                    groups.put((group, i))
-                    group = []
+                    groups.put((group, texts, i))
+                    group, texts = [], []
             groups.put(None)
         except BaseException as exc:  # handed to the caller's thread, raised there
             groups.put(exc)
@@ -172,26 +200,38 @@ def _chunk_and_embed(
     producer.start()
     chunks: list[Chunk] = []
     parts: list[np.ndarray] = [np.zeros((0, embedder.dimension), dtype=np.float32)]
-    embedded = 0
+    embedded = carried = 0
     try:
         while (item := groups.get()) is not None:
             if isinstance(item, BaseException):
                 raise item
-            group, files_done = item
+            group, texts, files_done = item
             if progress:
                 progress("chunk", files_done, len(files))
-            vectors, computed = embed_with_cache(
-                embedder, cache, [embedding_text(c) for c in group]
-            )
+            vectors, computed = embed_with_cache(embedder, cache, texts)
             chunks.extend(group)
             parts.append(vectors)
             embedded += computed
+            carried += sum(t != embedding_text(c) for c, t in zip(group, texts, strict=True))
             if progress:
                 progress("embed", len(chunks), len(chunks))
     finally:
         stop.set()
         producer.join()
-    return chunks, np.concatenate(parts).astype(np.float32, copy=False), embedded
+    return chunks, np.concatenate(parts).astype(np.float32, copy=False), embedded, carried
+
+
+def _texts_for(
+    new: list[Chunk], old: list[Chunk], embedder: Embedder, cache: EmbeddingCache
+) -> list[str]:
+    """Cache texts for a renamed file's chunks: the old path's when all of them are cached
+    and the chunks line up (same line ranges), else the new ones (embedded as usual)."""
+    own = [embedding_text(c) for c in new]
+    if [(c.start_line, c.end_line) for c in new] != [(c.start_line, c.end_line) for c in old]:
+        return own
+    before = [embedding_text(c) for c in old]
+    keys = [cache_key(embedder.name, t) for t in before]
+    return before if len(cache.get_many(keys)) == len(set(keys)) else own
 
 
 def _path_filter(include: Sequence[str], exclude: Sequence[str]) -> Callable[[str], bool]:

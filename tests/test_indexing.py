@@ -113,6 +113,9 @@ def test_incremental_reindex_add_modify_rename_delete(
     report = index_repository(root, "acme/shop", store, embedder, cache)
     assert report.changed_files == 3  # mail modified, basket renamed, tax added
     assert report.deleted_files == 2  # cart.py (renamed away) and README.md
+    # Only mail's changed chunk and the new tax.py are embedded: the renamed file's chunk
+    # keeps the vector computed for it at its old path.
+    assert (report.embedded, report.carried) == (2, 1)
     blobs = paths_in(store, "acme/shop")
     assert sorted(blobs) == ["shop/basket.py", "shop/limits.py", "shop/mail.py", "shop/tax.py"]
     state = store.repo_state("acme/shop")
@@ -120,6 +123,25 @@ def test_incremental_reindex_add_modify_rename_delete(
     searcher = Searcher(store, embedder)
     hits = searcher.search("send_receipt", frozenset({"acme/shop"}), k=1)
     assert "is on its way" in hits[0].chunk.text
+    moved = searcher.search("shopping cart items total price", frozenset({"acme/shop"}), k=1)
+    assert moved[0].chunk.path == "shop/basket.py"
+
+
+def test_renamed_and_edited_file_is_embedded_at_its_new_path(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+) -> None:
+    root = make_repo(SHOP)
+    index_repository(root, "acme/shop", store, embedder, cache)
+    git(root, "mv", "shop/limits.py", "shop/throttle.py")
+    (root / "shop/throttle.py").write_text(SHOP["shop/limits.py"] + "\nLIMIT = 10\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "move and edit")
+    report = index_repository(root, "acme/shop", store, embedder, cache)
+    # Another blob: not a rename as git blobs go, so nothing is carried over.
+    assert report.carried == 0 and report.embedded >= 1
 
 
 def test_unchanged_function_is_not_embedded_twice(
