@@ -10,7 +10,7 @@ import numpy as np
 from indexer.errors import AccessDenied
 from indexer.fusion import rrf
 from indexer.models import Chunk, Hit, RepoState, SearchRequest
-from indexer.query import LIST_WEIGHTS, kind_weights
+from indexer.query import LIST_WEIGHTS, example_weight, kind_weights
 
 
 class SearchBackend(Protocol):
@@ -50,8 +50,9 @@ def fuse(
     ranked: dict[str, list[str]],
     fetch: Iterable[Chunk],
 ) -> list[Hit]:
-    """Weighted RRF over the ranked id lists, adjusted by what the question asks for (tests
-    and docs rank lower for implementation questions), then the access check on every hit."""
+    """Weighted RRF over the ranked id lists, adjusted by what the question asks for (tests,
+    docs and example programs rank lower for implementation questions), then the access
+    check on every hit."""
     by_id = {c.id: c for c in fetch}
     multipliers = kind_weights(request.text)
     hits = []
@@ -59,7 +60,8 @@ def fuse(
         chunk = by_id.get(doc_id)
         if chunk is None:
             continue  # deleted between the two reads
-        hits.append(Hit(chunk=chunk, score=score * multipliers.get(chunk.kind, 1.0), ranks=ranks))
+        weight = multipliers.get(chunk.kind, 1.0) * example_weight(request.text, chunk.path)
+        hits.append(Hit(chunk=chunk, score=score * weight, ranks=ranks))
     hits.sort(key=lambda h: (-h.score, h.chunk.id))
     hits = hits[: request.k]
     assert_allowed(hits, request.repos)

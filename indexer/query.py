@@ -29,6 +29,12 @@ _DOCS = re.compile(
 )
 TEST_WEIGHT = 0.5
 DOCS_WEIGHT = 0.6
+# Example programs (``examples/``, ``samples/``, ``demo/``) restate the library's API in
+# many near-identical small files: they crowd implementation and config questions
+# (eval: R@10 0.823 -> 0.835, multi-hop all gold 0.526 -> 0.579 at 0.5) unless asked for.
+_EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?)/")
+_EXAMPLES = re.compile(r"\b(examples?|samples?|demos?)\b", re.I)
+EXAMPLE_WEIGHT = 0.5
 
 
 def symbol_terms(question: str) -> list[str]:
@@ -48,6 +54,14 @@ def symbol_terms(question: str) -> list[str]:
             if len(word) >= _MIN_SYMBOL_TERM:
                 names.setdefault(word, None)
     return list(names)
+
+
+def example_weight(question: str, path: str) -> float:
+    """Score multiplier for a chunk at ``path``: lower for example programs, unless the
+    question asks for examples."""
+    if _EXAMPLE_PATH.search(path) and not _EXAMPLES.search(question):
+        return EXAMPLE_WEIGHT
+    return 1.0
 
 
 def kind_weights(question: str) -> dict[str, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from indexer.backend import fuse
 from indexer.models import Chunk, SearchRequest
-from indexer.query import kind_weights, symbol_terms
+from indexer.query import example_weight, kind_weights, symbol_terms
 
 
 def chunk(path: str, kind: str) -> Chunk:
@@ -46,3 +46,14 @@ def test_symbol_terms_are_the_identifiers_a_question_names() -> None:
     ]
     assert symbol_terms("how is the retry delay computed") == []
     assert symbol_terms("what is __init__ for in calculate_mrr") == ["init", "calculate_mrr"]
+
+
+def test_example_programs_rank_lower_unless_asked_for() -> None:
+    src, example = chunk("src/click/core.py", "source"), chunk("examples/repo/setup.py", "source")
+    request = SearchRequest("which Python version does setup declare", frozenset({"acme/app"}), k=2)
+    ranked = {"bm25": [example.id, src.id], "knn": [example.id, src.id]}
+    assert fuse(request, ranked, [src, example])[0].chunk == src
+    asked = SearchRequest("is there an example of a setup file", frozenset({"acme/app"}), k=2)
+    assert fuse(asked, ranked, [src, example])[0].chunk == example
+    assert example_weight("anything", "docs/samples/app.py") < 1.0
+    assert example_weight("anything", "src/resamples/app.py") == 1.0  # a word, not a folder
