@@ -44,6 +44,7 @@ class Variant:
     index: str  # "product" | a key of CHUNKERS | "opensearch"
     lists: tuple[str, ...] = HYBRID
     rerank: bool = False
+    question_weights: bool = True
 
 
 VARIANTS: tuple[Variant, ...] = (
@@ -51,11 +52,13 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("bm25", "product", BM25),
     Variant("dense", "product", DENSE),
     Variant("hybrid, no symbol list", "product", ("bm25", "knn")),
+    Variant("hybrid, tests/docs/examples not down-weighted", "product", question_weights=False),
     Variant("hybrid+rerank", "product", rerank=True),
     Variant("naive hybrid", "naive"),
     Variant("naive bm25", "naive", BM25),
     Variant("naive dense", "naive", DENSE),
     Variant("hybrid, no header", "no-header"),
+    Variant("hybrid, every import in the header", "all-imports"),
     Variant("hybrid (opensearch)", "opensearch"),
 )
 
@@ -175,7 +178,10 @@ def run_ablations(
         if say:
             say(f"evaluating {variant.name}")
         ranker = searcher_ranker(
-            Searcher(store, queries), variant.lists, reranker if variant.rerank else None
+            Searcher(store, queries),
+            variant.lists,
+            reranker if variant.rerank else None,
+            question_weights=variant.question_weights,
         )
         results.append(evaluate(questions, ranker, k, config=variant.name))
     learned, note = learned_rerank_variant(settings.data_path)

@@ -71,6 +71,7 @@ def searcher_ranker(
     lists: tuple[str, ...] = SEARCH_LISTS,
     rerank: Rerank | None = None,
     candidates: int = CANDIDATES,
+    question_weights: bool = True,
 ) -> Ranker:
     """A ranker over ``searcher``; with ``rerank`` the fused candidates are reordered first."""
 
@@ -83,7 +84,14 @@ def searcher_ranker(
             timings["embed"] = time.perf_counter() - started
         started = time.perf_counter()
         depth = candidates if rerank is not None else k
-        hits = searcher.search(q.question, repos, k=depth, candidates=candidates, lists=lists)
+        hits = searcher.search(
+            q.question,
+            repos,
+            k=depth,
+            candidates=candidates,
+            lists=lists,
+            question_weights=question_weights,
+        )
         timings["search"] = time.perf_counter() - started
         if rerank is not None:
             started = time.perf_counter()

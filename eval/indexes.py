@@ -14,10 +14,11 @@ from pathlib import Path
 
 from eval.naive_chunks import naive_chunks
 from indexer.backend import SearchBackend
-from indexer.chunking import chunk_file
+from indexer.chunking import chunk_file, split_lines
 from indexer.embedding import Embedder, EmbeddingCache, embed_with_cache, embedding_text
 from indexer.gitrepo import head_commit
 from indexer.indexing import IndexReport, ProgressFn, index_repository
+from indexer.languages import IMPORT_LINE
 from indexer.models import Chunk, RepoState
 from indexer.walking import SourceFile, walk_repository
 
@@ -41,6 +42,19 @@ def structural_without_header(f: SourceFile, repo: str, commit: str) -> list[Chu
     return [dataclasses.replace(c, header="") for c in structural(f, repo, commit)]
 
 
+def structural_with_every_import(f: SourceFile, repo: str, commit: str) -> list[Chunk]:
+    """The header as it was before chunker version 4: every import of the file."""
+    lines = split_lines(f.data.decode("utf-8", errors="replace"))[:200]
+    imports = [ln.strip().rstrip(";") for ln in lines if IMPORT_LINE.match(ln)][:8]
+    out = []
+    for c in structural(f, repo, commit):
+        head = [ln for ln in c.header.split("\n") if not ln.startswith("imports: ")]
+        if imports:
+            head.append("imports: " + "; ".join(imports))
+        out.append(dataclasses.replace(c, header="\n".join(head)))
+    return out
+
+
 def naive(f: SourceFile, repo: str, commit: str) -> list[Chunk]:
     return naive_chunks(
         f.path,
@@ -56,6 +70,7 @@ def naive(f: SourceFile, repo: str, commit: str) -> list[Chunk]:
 CHUNKERS: dict[str, Chunker] = {
     "structural": structural,
     "no-header": structural_without_header,
+    "all-imports": structural_with_every_import,
     "naive": naive,
 }
 

@@ -60,7 +60,11 @@ def fuse(
         chunk = by_id.get(doc_id)
         if chunk is None:
             continue  # deleted between the two reads
-        weight = multipliers.get(chunk.kind, 1.0) * example_weight(request.text, chunk.path)
+        weight = (
+            multipliers.get(chunk.kind, 1.0) * example_weight(request.text, chunk.path)
+            if request.question_weights
+            else 1.0
+        )
         hits.append(Hit(chunk=chunk, score=score * weight, ranks=ranks))
     hits.sort(key=lambda h: (-h.score, h.chunk.id))
     hits = hits[: request.k]

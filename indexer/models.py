@@ -64,6 +64,9 @@ class SearchRequest:
     candidates: int = 50
     embedding: tuple[float, ...] | None = None
     lists: tuple[str, ...] = SEARCH_LISTS
+    # Rank tests, docs and example programs by what the question asks (indexer.query);
+    # off only to measure what that adds.
+    question_weights: bool = True
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ class Searcher:
         k: int = 10,
         candidates: int = 50,
         lists: tuple[str, ...] = SEARCH_LISTS,
+        question_weights: bool = True,
     ) -> list[Hit]:
         """Top ``k`` fused hits, drawn only from ``repos`` (empty: nothing)."""
         if not repos:
@@ -76,5 +77,6 @@ class Searcher:
             candidates=max(candidates, k),
             embedding=embedding,
             lists=lists,
+            question_weights=question_weights,
         )
         return self.backend.search(request)

@@ -155,6 +155,11 @@ def test_ablation_runs_each_configuration_and_writes_the_report(
     names = [r.config for r in results]
     assert names[:3] == ["hybrid", "bm25", "dense"]
     assert {"hybrid, no header", "naive hybrid", "naive bm25", "naive dense"} <= set(names)
+    assert {
+        "hybrid, no symbol list",
+        "hybrid, tests/docs/examples not down-weighted",
+        "hybrid, every import in the header",
+    } <= set(names)
     assert any("opensearch" in n for n in notes) or "hybrid (opensearch)" in names
     naive_db = SqliteStore(settings.data_path / "eval" / "naive.db")
     assert all(s.chunk_count > 0 for s in naive_db.repo_states())

@@ -31,6 +31,12 @@ def test_fusion_prefers_source_but_keeps_tests_and_docs() -> None:
     assert {h.chunk.kind for h in hits} == {"source", "test", "docs"}  # lower, never hidden
     asked = SearchRequest("where is the retry delay tested", frozenset({"acme/app"}), k=3)
     assert fuse(asked, ranked, [src, test, doc])[0].chunk.kind == "test"
+    plain = SearchRequest(request.text, request.repos, k=3, question_weights=False)
+    assert [h.chunk.kind for h in fuse(plain, ranked, [src, test, doc])] == [
+        "test",
+        "docs",
+        "source",
+    ]
 
 
 def test_symbol_terms_are_the_identifiers_a_question_names() -> None:
