@@ -39,7 +39,7 @@ class IndexerSettings(BaseSettings):
     # needs `codeask migrate-index`); it changes nothing with one shard.
     opensearch_routing: bool = False
     # float: vectors as given; sq: Lucene's scalar quantizer builds and searches the HNSW
-    # graph on 1-byte vectors (a quarter of the graph memory; faster loads and queries, see
+    # graph on 1-byte vectors (a quarter of the vector memory; faster loads, see
     # docs/benchmarks.md). Fixed when the chunk index is created, like routing.
     opensearch_vector_encoding: Literal["float", "sq"] = "float"
     opensearch_timeout: float = 30.0
