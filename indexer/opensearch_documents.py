@@ -72,8 +72,18 @@ def repo_state_of(source: dict[str, Any]) -> RepoState | None:
     )
 
 
+def _filtered(must: dict[str, Any], repo_filter: dict[str, Any], n: int) -> dict[str, Any]:
+    """A scored text query over the allowed repositories only."""
+    return {
+        "size": n,
+        "track_total_hits": False,
+        "_source": {"excludes": _HIDDEN_SOURCE},
+        "query": {"bool": {"must": must, "filter": [repo_filter]}},
+    }
+
+
 def search_bodies(request: SearchRequest) -> dict[str, dict[str, Any]]:
-    """The BM25 and k-NN searches (by list name), both filtered to ``request.repos``.
+    """The BM25, symbol and k-NN searches (by list name), all filtered to ``request.repos``.
 
     The query text goes through ``query_terms`` (stop words out, identifiers whole and
     split), as in the embedded store, so both stores score the same terms.
@@ -83,41 +93,24 @@ def search_bodies(request: SearchRequest) -> dict[str, dict[str, Any]]:
     bodies: dict[str, dict[str, Any]] = {}
     terms = query_terms(request.text) if "bm25" in request.lists else []
     if terms:
-        bodies["bm25"] = {
-            "size": n,
-            "track_total_hits": False,
-            "_source": {"excludes": _HIDDEN_SOURCE},
-            "query": {
-                "bool": {
-                    "must": {
-                        "multi_match": {
-                            "query": " ".join(terms),
-                            "fields": list(BM25_FIELDS),
-                            "type": BM25_TYPE,
-                            "operator": "or",
-                        }
-                    },
-                    "filter": [repo_filter],
+        bodies["bm25"] = _filtered(
+            {
+                "multi_match": {
+                    "query": " ".join(terms),
+                    "fields": list(BM25_FIELDS),
+                    "type": BM25_TYPE,
+                    "operator": "or",
                 }
             },
-        }
+            repo_filter,
+            n,
+        )
     names = symbol_terms(request.text) if "symbol" in request.lists else []
     if names:
-        bodies["symbol"] = {
-            "size": n,
-            "track_total_hits": False,
-            "_source": {"excludes": _HIDDEN_SOURCE},
-            "query": {
-                "bool": {
-                    # Whole identifiers against the symbol's tokens, stemmed like the index
-                    # but not split again (the embedded store matches the whole token too).
-                    "must": {
-                        "match": {"symbol": {"query": " ".join(names), "analyzer": "english"}}
-                    },
-                    "filter": [repo_filter],
-                }
-            },
-        }
+        # Whole identifiers against the symbol's tokens, stemmed like the index but not
+        # split again (the embedded store matches the whole token too).
+        symbol = {"match": {"symbol": {"query": " ".join(names), "analyzer": "english"}}}
+        bodies["symbol"] = _filtered(symbol, repo_filter, n)
     if "knn" in request.lists and request.embedding is not None:
         bodies["knn"] = {
             "size": n,

@@ -55,6 +55,7 @@ CREATE TABLE IF NOT EXISTS repos (
 # header (path, enclosing signature, imports) repeats across a file: it helps the embedding
 # but nearly only adds noise to BM25 (eval: MRR@10 0.701 at weight 1, 0.721 at 0.1).
 _BM25_WEIGHTS = (4.0, 2.0, 0.1, 1.0, 0.0)
+_SYMBOL_WEIGHTS = (1.0, 0.0, 0.0, 0.0, 0.0)  # the symbol list scores the symbol column only
 # Query terms in more than this share of the chunks carry almost no BM25 weight but make
 # the query score most of the index; they are dropped when rarer terms remain.
 _COMMON_TERM_SHARE = 0.2
@@ -295,28 +296,32 @@ class SqliteStore:
         terms = self._informative_terms(query_terms(text))
         if not terms or not repos:
             return []
-        # The repository filter is part of the full-text query itself, so BM25 ranks only
-        # chunks the caller may read (no top-k is ever filtered afterwards).
-        allowed = " OR ".join(repo_token(r) for r in sorted(repos))
-        match = "(" + " OR ".join(f'"{t}"' for t in terms) + f") AND repo : ({allowed})"
-        rows = self._conn().execute(
-            "SELECT c.id FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
-            f"ORDER BY bm25(chunks_fts, {', '.join(map(str, _BM25_WEIGHTS))}) LIMIT ?) AS f "
-            "JOIN chunks c ON c.rowid = f.rowid",
-            (match, n),
-        )
-        return [str(r[0]) for r in rows]
+        return self._fts_ids("", terms, repos, _BM25_WEIGHTS, n)
 
     def symbols(self, text: str, repos: frozenset[str], n: int) -> list[str]:
         """Chunks whose symbol is an identifier the question names, by BM25 on the symbol."""
         names = symbol_terms(text)
         if not names or not repos:
             return []
+        return self._fts_ids("symbol : ", names, repos, _SYMBOL_WEIGHTS, n)
+
+    def _fts_ids(
+        self,
+        column: str,
+        terms: list[str],
+        repos: frozenset[str],
+        weights: tuple[float, ...],
+        n: int,
+    ) -> list[str]:
+        """Ids of the ``n`` best chunks matching any of ``terms`` (in ``column``, e.g.
+        ``"symbol : "``, or every column), ranked by BM25 with column ``weights``."""
+        # The repository filter is part of the full-text query itself, so BM25 ranks only
+        # chunks the caller may read (no top-k is ever filtered afterwards).
         allowed = " OR ".join(repo_token(r) for r in sorted(repos))
-        match = "symbol : (" + " OR ".join(f'"{t}"' for t in names) + f") AND repo : ({allowed})"
+        match = f"{column}(" + " OR ".join(f'"{t}"' for t in terms) + f") AND repo : ({allowed})"
         rows = self._conn().execute(
             "SELECT c.id FROM (SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? "
-            "ORDER BY bm25(chunks_fts, 1, 0, 0, 0, 0) LIMIT ?) AS f "
+            f"ORDER BY bm25(chunks_fts, {', '.join(map(str, weights))}) LIMIT ?) AS f "
             "JOIN chunks c ON c.rowid = f.rowid",
             (match, n),
         )
