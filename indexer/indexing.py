@@ -159,7 +159,7 @@ def _chunk_and_embed(
     For a file in ``moved_from`` (new path -> old path) the cached vectors of its chunks
     at the old path are used when every chunk has one.
     """
-    Group = tuple[list[Chunk], list[str], int]
+    Group = tuple[list[Chunk], list[str], int, int]  # chunks, texts, carried, files done
     groups: queue.Queue[Group | BaseException | None] = queue.Queue()
     stop = threading.Event()
     moved = moved_from or {}
@@ -178,20 +178,22 @@ def _chunk_and_embed(
     def produce() -> None:
         group: list[Chunk] = []
         texts: list[str] = []
+        kept = 0
         try:
             for i, f in enumerate(files, start=1):
                 if stop.is_set():
                     return
                 new = chunks_of(f, f.path)
+                own = [embedding_text(c) for c in new]
+                if f.path in moved:
+                    before = _texts_for(new, chunks_of(f, moved[f.path]), embedder, cache)
+                    kept += len(new) if before is not None else 0
+                    own = before or own
                 group.extend(new)
-                texts.extend(
-                    _texts_for(new, chunks_of(f, moved[f.path]), embedder, cache)
-                    if f.path in moved
-                    else [embedding_text(c) for c in new]
-                )
+                texts.extend(own)
                 if len(group) >= EMBED_GROUP or i == len(files):
-                    groups.put((group, texts, i))
-                    group, texts = [], []
+                    groups.put((group, texts, kept, i))
+                    group, texts, kept = [], [], 0
             groups.put(None)
         except BaseException as exc:  # handed to the caller's thread, raised there
             groups.put(exc)
@@ -205,14 +207,14 @@ def _chunk_and_embed(
         while (item := groups.get()) is not None:
             if isinstance(item, BaseException):
                 raise item
-            group, texts, files_done = item
+            group, texts, kept, files_done = item
             if progress:
                 progress("chunk", files_done, len(files))
             vectors, computed = embed_with_cache(embedder, cache, texts)
             chunks.extend(group)
             parts.append(vectors)
             embedded += computed
-            carried += sum(t != embedding_text(c) for c, t in zip(group, texts, strict=True))
+            carried += kept
             if progress:
                 progress("embed", len(chunks), len(chunks))
     finally:
@@ -223,15 +225,14 @@ def _chunk_and_embed(
 
 def _texts_for(
     new: list[Chunk], old: list[Chunk], embedder: Embedder, cache: EmbeddingCache
-) -> list[str]:
-    """Cache texts for a renamed file's chunks: the old path's when all of them are cached
-    and the chunks line up (same line ranges), else the new ones (embedded as usual)."""
-    own = [embedding_text(c) for c in new]
+) -> list[str] | None:
+    """The old path's cache texts for a renamed file's chunks when all of them are cached
+    and the chunks line up (same line ranges); None when they must be embedded anew."""
     if [(c.start_line, c.end_line) for c in new] != [(c.start_line, c.end_line) for c in old]:
-        return own
+        return None
     before = [embedding_text(c) for c in old]
     keys = [cache_key(embedder.name, t) for t in before]
-    return before if len(cache.get_many(keys)) == len(set(keys)) else own
+    return before if len(cache.get_many(keys)) == len(set(keys)) else None
 
 
 def _path_filter(include: Sequence[str], exclude: Sequence[str]) -> Callable[[str], bool]:
