@@ -1,4 +1,4 @@
-"""Torch vs ONNX Runtime (fp32, int8) embedders on the same chunks, side by side.
+"""Torch (float32, bf16) vs ONNX Runtime (fp32, int8) embedders on the same chunks.
 
 Run: .venv/bin/python bench/bench_embedders.py [--chunks 512] [--rounds 3]
 Prints chunks/s medians, the speed-up against torch measured in the same process, and the
@@ -22,7 +22,11 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from indexer.chunking import chunk_file  # noqa: E402
-from indexer.embedding import SentenceTransformerEmbedder, embedding_text  # noqa: E402
+from indexer.embedding import (  # noqa: E402
+    SentenceTransformerEmbedder,
+    cpu_has_bf16,
+    embedding_text,
+)
 from indexer.onnx_embedder import OnnxEmbedder  # noqa: E402
 from indexer.walking import SourceFile, walk_repository  # noqa: E402
 
@@ -40,8 +44,12 @@ def main() -> None:
             texts += [embedding_text(c) for c in chunk_file(f.path, f.language, f.data)]
     texts = texts[: args.chunks]
     with tempfile.TemporaryDirectory() as tmp:
-        embedders = {
+        embedders: dict[str, SentenceTransformerEmbedder | OnnxEmbedder] = {
             "torch": SentenceTransformerEmbedder(),
+        }
+        if cpu_has_bf16():  # refused on CPUs that would emulate it
+            embedders["torch bf16"] = SentenceTransformerEmbedder(bfloat16=True)
+        embedders |= {
             "onnx fp32": OnnxEmbedder("all-MiniLM-L6-v2", Path(tmp), quantized=False),
             "onnx int8": OnnxEmbedder("all-MiniLM-L6-v2", Path(tmp), quantized=True),
         }

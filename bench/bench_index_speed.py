@@ -6,7 +6,8 @@ from scratch by each embedder backend into its own store and embedding cache, th
 end-to-end seconds, chunks embedded per second, and how many chunks each push embedded
 versus served from the cache.
 
-Run: .venv/bin/python bench/bench_index_speed.py [--backends torch,onnx-int8]
+Run: .venv/bin/python bench/bench_index_speed.py [--backends torch,torch-bf16,onnx-int8]
+Ratios are against torch (float32) when it is among the backends, else the first one.
 """
 
 from __future__ import annotations
@@ -76,18 +77,19 @@ def push_cell(report: IndexReport) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--backends", default="torch,onnx-int8")
+    parser.add_argument("--backends", default="torch,torch-bf16,onnx-int8")
     args = parser.parse_args()
     backends = args.backends.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         repo, lines = build_repo(work)
         results = {b: run_backend(b, repo, work) for b in backends}
-    base = results[backends[0]]["full"]
+    baseline = "torch" if "torch" in backends else backends[0]
+    base = results[baseline]["full"]
     assert isinstance(base, IndexReport)
     base_rate = base.embedded / base.seconds
     print(f"{lines} lines of Python ({', '.join(SOURCES)}), {os.cpu_count()} cores\n")
-    print("| backend | full index (s) | chunks | chunks/s end to end | vs " + backends[0] + " |")
+    print("| backend | full index (s) | chunks | chunks/s end to end | vs " + baseline + " |")
     print("| --- | --- | --- | --- | --- |")
     for name, r in results.items():
         full = r["full"]

@@ -87,7 +87,7 @@ QUESTIONS = [
 @dataclass(frozen=True)
 class Config:
     label: str
-    backend: str  # "none", "torch", "onnx", "onnx-int8"
+    backend: str  # "none", "torch", "torch-bf16", "onnx", "onnx-int8"
     max_length: int = 512
     threads: int = 0
     batch_size: int = 8
@@ -128,6 +128,13 @@ EXTRA_CONFIGS = [
     Config(
         "onnx int8, 128, 2 workers + onnx-int8 query embedder", "onnx-int8", 128, 2, 8, "onnx-int8"
     ),
+    # Rows 17-22: bfloat16 weights (CPUs with AMX / AVX512-BF16 only).
+    Config("torch bf16, 512", "torch-bf16", batch_size=16),
+    Config("torch bf16, 256", "torch-bf16", 256, batch_size=16),
+    Config("torch bf16, 256 + torch-bf16 query embedder", "torch-bf16", 256, 0, 16, "torch-bf16"),
+    Config("torch bf16, 128 + torch-bf16 query embedder", "torch-bf16", 128, 0, 16, "torch-bf16"),
+    Config("torch bf16, 256 + onnx-int8 query embedder", "torch-bf16", 256, 0, 16, "onnx-int8"),
+    Config("no rerank, torch-bf16 query embedder", "none", embed_backend="torch-bf16"),
 ]
 
 
@@ -245,8 +252,9 @@ def make_reranker(config: Config, model: Path, work: Path) -> Reranker | None:
         return None
     if config.shape == "tinybert-l2":
         model = tiny_cross_encoder_dir(work)
-    if config.backend == "torch":
-        return CrossEncoderReranker(str(model), config.max_length, config.batch_size)
+    if config.backend.startswith("torch"):
+        bf16 = config.backend == "torch-bf16"
+        return CrossEncoderReranker(str(model), config.max_length, config.batch_size, bf16)
     return OnnxCrossEncoderReranker(
         str(model),
         work / "onnx",

@@ -65,12 +65,26 @@ def pair_texts(chunks: Sequence[Chunk], token_count: Callable[[str], int]) -> li
 
 
 class CrossEncoderReranker:
-    """A sentence-transformers ``CrossEncoder`` loaded from a folder or a hub name."""
+    """A sentence-transformers ``CrossEncoder`` loaded from a folder or a hub name.
 
-    def __init__(self, model: str, max_length: int = 512, batch_size: int = 16) -> None:
+    ``bfloat16``: the encoder's weights are cast to bfloat16 (for CPUs with native bf16,
+    like ``CODEASK_EMBED_BACKEND=torch-bf16``); the classification head stays float32,
+    so scores keep their full precision and close candidates do not tie.
+    """
+
+    def __init__(
+        self, model: str, max_length: int = 512, batch_size: int = 16, bfloat16: bool = False
+    ) -> None:
         from sentence_transformers import CrossEncoder
 
-        self._name = model
+        from indexer.embedding import cpu_has_bf16
+
+        if bfloat16 and not cpu_has_bf16():
+            raise ConfigError(
+                "CODEASK_RERANK_BACKEND=torch-bf16 needs a CPU with native bfloat16 (AMX or "
+                "AVX512-BF16) and this one has neither; use onnx-int8 or torch."
+            )
+        self._name = f"{model}@bf16" if bfloat16 else model
         self._batch_size = batch_size
         self._lock = threading.Lock()  # the model is not safe to call from two threads
         try:
@@ -80,6 +94,8 @@ class CrossEncoderReranker:
                 f"Cannot load reranker {model!r}: {exc}. Set CODEASK_RERANK_MODEL to a local "
                 "cross-encoder folder, or to 'none' to answer without rerank."
             ) from exc
+        if bfloat16:
+            _to_bfloat16(self._model)
 
     @property
     def name(self) -> str:
@@ -202,6 +218,24 @@ class OnnxCrossEncoderReranker:
         return [float(s) for s in self._activation(logits)]
 
 
+def _to_bfloat16(model: Any) -> None:
+    """Cast ``model`` to bfloat16 except its classification head, which reads float32."""
+    import torch
+
+    model.to(torch.bfloat16)
+    for module in model.modules():
+        head = getattr(module, "classifier", None)
+        if isinstance(head, torch.nn.Module):
+            head.float()
+            head.register_forward_pre_hook(
+                lambda _m, args: tuple(
+                    a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                    for a in args
+                )
+            )
+            return
+
+
 def trained_reranker_path(data_dir: Path) -> Path | None:
     """The reranker trained for this deployment, when one was saved under the data dir."""
     path = data_dir / TRAINED_SUBDIR
@@ -216,7 +250,7 @@ def load_reranker(settings: BotSettings, data_dir: Path | None = None) -> Rerank
 
     A trained model whose card says ``enabled_by_default: false`` (it did not beat hybrid
     search on the golden sets) is only used when ``rerank_model`` names it explicitly.
-    ``rerank_backend`` picks torch or ONNX Runtime (exported under
+    ``rerank_backend`` picks torch (float32 or bf16) or ONNX Runtime (exported under
     ``<data_dir>/models/onnx``). One model is loaded per process and configuration.
     """
     name = settings.rerank_model.strip()
@@ -243,5 +277,7 @@ def load_reranker(settings: BotSettings, data_dir: Path | None = None) -> Rerank
                 threads=settings.rerank_threads,
             )
         else:
-            _LOADED[key] = CrossEncoderReranker(name, max_length=settings.rerank_max_length)
+            _LOADED[key] = CrossEncoderReranker(
+                name, max_length=settings.rerank_max_length, bfloat16=backend == "torch-bf16"
+            )
     return _LOADED[key]

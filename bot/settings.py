@@ -31,10 +31,11 @@ class BotSettings(BaseSettings):
     llm_retries: int = 2
     rerank_model: str = ""
     rerank_candidates: int = 50
-    # How the cross-encoder runs: "torch" (sentence-transformers CrossEncoder), or an ONNX
-    # Runtime export of the same model, "onnx" (fp32) or "onnx-int8" (fused, int8 weights;
-    # the fast one, see docs/benchmarks.md), exported once into <data_dir>/models/onnx.
-    rerank_backend: Literal["torch", "onnx", "onnx-int8"] = "torch"
+    # How the cross-encoder runs: "torch" (sentence-transformers CrossEncoder), "torch-bf16"
+    # (the same with bfloat16 weights, for CPUs with native bf16: AMX, AVX512-BF16), or an
+    # ONNX Runtime export of the same model, "onnx" (fp32) or "onnx-int8" (fused, int8
+    # weights), exported once into <data_dir>/models/onnx. See docs/benchmarks.md.
+    rerank_backend: Literal["torch", "torch-bf16", "onnx", "onnx-int8"] = "torch"
     # Tokens of question + candidate the cross-encoder reads (the longer side is cut first);
     # its cost grows with this, so it is the main latency lever after the backend.
     rerank_max_length: int = Field(default=512, ge=16)

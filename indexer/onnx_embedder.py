@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from indexer.embedding import resolve_model_path
+from indexer.embedding import cpu_flags, resolve_model_path
 from indexer.errors import ConfigError
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -41,10 +41,7 @@ Task = Literal["embedding", "cross-encoder"]
 
 def cpu_has_vnni() -> bool:
     """Whether the CPU has int8 dot-product instructions (VNNI)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
+    flags = cpu_flags()
     return "avx512_vnni" in flags or "avx_vnni" in flags
 
 

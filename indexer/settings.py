@@ -20,9 +20,10 @@ class IndexerSettings(BaseSettings):
     xdg_data_home: str = Field(default="", validation_alias=AliasChoices("XDG_DATA_HOME"))
     store: Literal["embedded", "opensearch"] = "embedded"
     embed_model: str = DEFAULT_EMBED_MODEL
-    # torch: sentence-transformers; onnx / onnx-int8: the same model exported to ONNX Runtime
-    # (int8 quantized per channel), exported once into <data_dir>/models/onnx.
-    embed_backend: Literal["torch", "onnx", "onnx-int8"] = "torch"
+    # torch: sentence-transformers; torch-bf16: the same with bfloat16 weights, for CPUs with
+    # native bf16 (AMX, AVX512-BF16; refused elsewhere); onnx / onnx-int8: the same model
+    # exported to ONNX Runtime (int8 quantized per channel) once into <data_dir>/models/onnx.
+    embed_backend: Literal["torch", "torch-bf16", "onnx", "onnx-int8"] = "torch"
     embed_batch_size: int = 32
     embed_threads: int = 0  # 0: one per CPU core
     max_file_bytes: int = 1_000_000

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
 
 from bot.pipeline import AnswerPipeline
 from bot.rerank import (
@@ -18,6 +19,8 @@ from bot.rerank import (
 )
 from bot.settings import BotSettings
 from indexer.embed_cache import SqliteEmbeddingCache
+from indexer.embedding import cpu_has_bf16
+from indexer.errors import ConfigError
 from indexer.indexing import index_repository
 from indexer.models import Chunk, Hit
 from indexer.search import Searcher
@@ -233,3 +236,33 @@ def test_rerank_backend_setting_selects_the_onnx_path(
     assert any((tmp_path / "models" / "onnx").glob("*cross-encoder*/model.int8*.onnx"))
     torch_settings = settings.model_copy(update={"rerank_backend": "torch"})
     assert isinstance(load_reranker(torch_settings, tmp_path), CrossEncoderReranker)
+
+
+@pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no native bfloat16")
+def test_bf16_cross_encoder_ranks_like_the_float32_one(
+    toy_cross_encoder: Path, tmp_path: Path
+) -> None:
+    hits = [Hit(c, 0.0) for c in _source_chunks()]
+    settings = BotSettings(rerank_model=str(toy_cross_encoder), rerank_backend="torch-bf16")
+    fast = load_reranker(settings, tmp_path)
+    assert isinstance(fast, CrossEncoderReranker) and fast.name.endswith("@bf16")
+    reference = CrossEncoderReranker(str(toy_cross_encoder))
+    for question in [QUESTION, "Where is the job banner rendered?", "what puts a job on the queue"]:
+        expected = reference.score(question, hits)
+        scores = fast.score(question, hits)
+        assert sorted(range(3), key=lambda i: -scores[i]) == sorted(
+            range(3), key=lambda i: -expected[i]
+        )
+        assert scores == pytest.approx(expected, abs=0.03)
+        # The head runs in float32: scores are not rounded to bfloat16's 8-bit mantissa,
+        # which would tie close candidates.
+        rounded = torch.tensor(scores).bfloat16().float().tolist()
+        assert rounded != pytest.approx(scores, abs=1e-7)
+
+
+def test_bf16_cross_encoder_refused_where_the_cpu_would_emulate_it(
+    toy_cross_encoder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("indexer.embedding.cpu_has_bf16", lambda: False)
+    with pytest.raises(ConfigError, match="native bfloat16"):
+        CrossEncoderReranker(str(toy_cross_encoder), bfloat16=True)

@@ -1,4 +1,4 @@
-"""The ONNX Runtime embedder gives the same vectors as the torch model it was exported from."""
+"""The fast embedders (ONNX Runtime, bf16 torch) give the vectors of the float32 torch model."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.embedding import Embedder
+from indexer.embedding import Embedder, SentenceTransformerEmbedder, cpu_has_bf16, load_embedder
+from indexer.errors import ConfigError
 from indexer.onnx_embedder import OnnxEmbedder
 
 TEXTS = [
@@ -39,7 +40,26 @@ def test_onnx_matches_torch(quantized: bool, onnx_dir: Path, embedder: Embedder)
 
 
 def test_onnx_needs_a_local_model(onnx_dir: Path) -> None:
-    from indexer.errors import ConfigError
-
     with pytest.raises(ConfigError, match="local model folder"):
         OnnxEmbedder("some-org/not-here", onnx_dir)
+
+
+@pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no native bfloat16")
+def test_bf16_matches_torch(embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEASK_EMBED_BACKEND", "torch-bf16")
+    fast = load_embedder("all-MiniLM-L6-v2")  # the setting picks the backend
+    assert fast.name == "all-MiniLM-L6-v2@bf16" != embedder.name
+    assert fast.dimension == embedder.dimension
+    reference = embedder.embed(TEXTS)
+    vectors = fast.embed(TEXTS)
+    assert vectors.dtype == np.float32
+    assert (vectors * reference).sum(axis=1).min() > 0.999
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)  # normalised in fp32
+    # Batches are length-sorted and put back: the order of the input is kept.
+    assert np.allclose(fast.embed(TEXTS[::-1]), vectors[::-1], atol=1e-2)
+
+
+def test_bf16_refused_where_the_cpu_would_emulate_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("indexer.embedding.cpu_has_bf16", lambda: False)
+    with pytest.raises(ConfigError, match=r"native bfloat16.*onnx-int8"):
+        SentenceTransformerEmbedder(bfloat16=True)
