@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -11,6 +11,26 @@ from indexer.errors import AccessDenied
 from indexer.fusion import rrf
 from indexer.models import Chunk, Hit, RepoState, SearchRequest
 from indexer.query import LIST_WEIGHTS, example_weight, kind_weights
+
+
+@runtime_checkable
+class StreamingWrites(Protocol):
+    """A store that takes a run's chunks while they are still being embedded.
+
+    ``apply_changes`` split in three: ``begin_changes`` marks a run as pending,
+    ``write_chunks`` stores a group of chunks under it (the indexer calls it from a writer
+    thread while the next group is embedded), and ``finish_changes`` removes what the run
+    replaced and records the state. Until ``finish_changes`` the previous state stands,
+    and a run that never finishes is cleaned up by the next one.
+    """
+
+    def begin_changes(self, repo: str) -> Any: ...
+
+    def write_chunks(self, run: Any, chunks: Sequence[Chunk], vectors: np.ndarray) -> None: ...
+
+    def finish_changes(
+        self, run: Any, remove_paths: Sequence[str], written_paths: Sequence[str], state: RepoState
+    ) -> None: ...
 
 
 class SearchBackend(Protocol):

@@ -7,12 +7,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pathspec
 
-from indexer.backend import SearchBackend
+from indexer.backend import SearchBackend, StreamingWrites
 from indexer.chunking import CHUNKER_VERSION, chunk_file
 from indexer.embedding import (
     Embedder,
@@ -115,27 +116,37 @@ def index_repository(
         {} if report.full else {f.path: gone[f.blob_sha] for f in changed if f.blob_sha in gone}
     )
 
-    chunks, vectors, report.embedded, report.carried = _chunk_and_embed(
-        changed, repo, visibility, commit, embedder, cache, progress, moved_from
-    )
+    # A store that takes chunks during the run gets each embedded group from a writer
+    # thread while the next group is embedded; the others get everything at the end.
+    streamer = backend if isinstance(backend, StreamingWrites) and changed else None
+    run = streamer.begin_changes(repo) if streamer is not None else None
+    writer = None if streamer is None else _GroupWriter(partial(streamer.write_chunks, run))
+    try:
+        chunks, vectors, report.embedded, report.carried = _chunk_and_embed(
+            changed, repo, visibility, commit, embedder, cache, progress, moved_from, writer
+        )
+    except BaseException:
+        if writer is not None:
+            writer.close(raise_error=False)
+        raise
+    if writer is not None:
+        writer.close()  # raises the first write error, if any
     report.chunks = len(chunks)
     remove = deleted + [f.path for f in changed]
     if report.full:
         remove = sorted(set(remove) | set(indexed))
-    backend.apply_changes(
-        repo,
-        remove,
-        chunks,
-        vectors,
-        RepoState(
-            repo=repo,
-            commit=commit,
-            visibility=visibility,
-            chunk_count=0,
-            indexed_at=time.time(),
-            config_version=version,
-        ),
+    state = RepoState(
+        repo=repo,
+        commit=commit,
+        visibility=visibility,
+        chunk_count=0,
+        indexed_at=time.time(),
+        config_version=version,
     )
+    if streamer is not None:
+        streamer.finish_changes(run, remove, sorted({c.path for c in chunks}), state)
+    else:
+        backend.apply_changes(repo, remove, chunks, vectors, state)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -149,9 +160,11 @@ def _chunk_and_embed(
     cache: EmbeddingCache,
     progress: ProgressFn | None,
     moved_from: Mapping[str, str] | None = None,
+    writer: _GroupWriter | None = None,
 ) -> tuple[list[Chunk], np.ndarray, int, int]:
     """Chunks of ``files`` and their vectors, chunking in a thread while embedding runs;
-    returns (chunks, vectors, embedded, carried over from renamed files).
+    returns (chunks, vectors, embedded, carried over from renamed files). Each embedded
+    group is handed to ``writer``, when given, as soon as it is ready.
 
     Parsing is Python and tree-sitter work; embedding is model work that leaves the
     interpreter free (both embedders release the GIL), so the two overlap. Chunks arrive
@@ -211,6 +224,8 @@ def _chunk_and_embed(
             if progress:
                 progress("chunk", files_done, len(files))
             vectors, computed = embed_with_cache(embedder, cache, texts)
+            if writer is not None:
+                writer.put(group, vectors)
             chunks.extend(group)
             parts.append(vectors)
             embedded += computed
@@ -221,6 +236,38 @@ def _chunk_and_embed(
         stop.set()
         producer.join()
     return chunks, np.concatenate(parts).astype(np.float32, copy=False), embedded, carried
+
+
+class _GroupWriter:
+    """Writes embedded groups on its own thread, so a store's bulk requests overlap the
+    embedding of the next group. At most two groups wait; a write error stops the run at
+    the next ``put`` or at ``close``."""
+
+    def __init__(self, write: Callable[[list[Chunk], np.ndarray], None]) -> None:
+        self._write = write
+        self._queue: queue.Queue[tuple[list[Chunk], np.ndarray] | None] = queue.Queue(2)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._error is None:  # after a failure, drain without writing
+                try:
+                    self._write(*item)
+                except BaseException as exc:  # raised in the indexing thread
+                    self._error = exc
+
+    def put(self, chunks: list[Chunk], vectors: np.ndarray) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put((chunks, vectors))
+
+    def close(self, raise_error: bool = True) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        if raise_error and self._error is not None:
+            raise self._error
 
 
 def _texts_for(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,16 @@ def state_index_name(alias: str) -> str:
 def _missing_index(response: dict[str, Any]) -> bool:
     error = response.get("error")
     return isinstance(error, dict) and error.get("type") == "index_not_found_exception"
+
+
+@dataclass(frozen=True)
+class WriteRun:
+    """One indexing run's writes: its id (every chunk it writes carries it) and the runs
+    that were still pending when it began, whose leftovers it removes when it finishes."""
+
+    repo: str
+    run: str
+    earlier_pending: list[str]
 
 
 class OpenSearchStore:
@@ -175,13 +186,24 @@ class OpenSearchStore:
     ) -> None:
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk")
-        run = uuid.uuid4().hex
-        prior = self._state_source(repo) or {"repo": repo}
-        earlier_pending = list(prior.get("pending", []))
-        # Read back with a realtime get, so no refresh is needed for this marker.
-        self._put_state({**prior, "pending": [*earlier_pending, run]}, refresh=False)
+        run = self.begin_changes(repo)
+        self.write_chunks(run, chunks, vectors)
+        self.finish_changes(run, remove_paths, [c.path for c in chunks], state)
 
-        docs = [(c.id, chunk_source(c, v, run)) for c, v in zip(chunks, vectors, strict=True)]
+    # The same in three steps, so the indexer can write while it embeds
+    # (indexer.backend.StreamingWrites).
+
+    def begin_changes(self, repo: str) -> WriteRun:
+        prior = self._state_source(repo) or {"repo": repo}
+        run = WriteRun(repo, uuid.uuid4().hex, list(prior.get("pending", [])))
+        # Read back with a realtime get, so no refresh is needed for this marker.
+        self._put_state({**prior, "pending": [*run.earlier_pending, run.run]}, refresh=False)
+        return run
+
+    def write_chunks(self, run: WriteRun, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
+        if len(chunks) != len(vectors):
+            raise ValueError("one vector per chunk")
+        docs = [(c.id, chunk_source(c, v, run.run)) for c, v in zip(chunks, vectors, strict=True)]
         bulk_index(
             self.client,
             self.url,
@@ -191,16 +213,25 @@ class OpenSearchStore:
             batch_docs=self.batch_docs,
             retry_delays=self.retry_delays,
         )
+
+    def finish_changes(
+        self,
+        run: WriteRun,
+        remove_paths: Sequence[str],
+        written_paths: Sequence[str],
+        state: RepoState,
+    ) -> None:
+        repo = run.repo
         # Searches see the last refresh: without this one, the search for stale chunks
         # would still see the old copy of a chunk rewritten under the same id, and delete it.
         self._call("refresh the index", lambda: self.client.indices.refresh(index=self.alias))
-        paths = sorted(set(remove_paths) | {c.path for c in chunks})
+        paths = sorted(set(remove_paths) | set(written_paths))
         for start in range(0, len(paths), _TERMS_PER_QUERY):
             self._delete_chunks(
-                repo, {"terms": {"path": paths[start : start + _TERMS_PER_QUERY]}}, run
+                repo, {"terms": {"path": paths[start : start + _TERMS_PER_QUERY]}}, run.run
             )
-        if earlier_pending:
-            self._delete_chunks(repo, {"terms": {"run": earlier_pending}}, run)
+        if run.earlier_pending:
+            self._delete_chunks(repo, {"terms": {"run": run.earlier_pending}}, run.run)
 
         count = self._call(
             "count chunks",

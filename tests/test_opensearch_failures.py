@@ -6,6 +6,7 @@ import http.client
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -323,3 +324,90 @@ def test_switching_to_quantized_vectors_is_refused_then_migrated(
             text="", repos=frozenset({"acme/web"}), embedding=tuple(vectors[i]), lists=("knn",)
         )
         assert direct.search(request)[0].chunk.id == expected.id
+
+
+class _WatchingEmbedder:
+    """The real embedder; before each call after the first, ``watch`` looks at the store."""
+
+    def __init__(self, inner, watch: Callable[[int], None]) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.watch, self.calls = inner, watch, 0
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.inner.dimension)
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        self.watch(self.calls)
+        return self.inner.embed(texts)
+
+
+MANY_FILES = {f"app/m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(8)}
+
+
+@opensearch_test
+def test_chunks_are_written_while_later_groups_are_still_embedding(
+    direct: OpenSearchStore,
+    embedder,  # type: ignore[no-untyped-def]
+    make_repo: Callable[[dict[str, str]], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 2)  # 8 chunks: four groups
+    root = make_repo(MANY_FILES)
+    seen_before_last: list[int] = []
+
+    def run_docs() -> int:
+        pending = (direct._state_source("acme/app") or {}).get("pending", [])
+        direct.client.indices.refresh(index=direct.alias)
+        query = {"query": {"terms": {"run": pending}}}
+        return int(direct.client.count(index=direct.alias, body=query)["count"])
+
+    def watch(call: int) -> None:
+        if call == 4:  # the last group: the earlier ones reach the store meanwhile
+            deadline = time.monotonic() + 20
+            while (found := run_docs()) == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            seen_before_last.append(found)
+            assert direct.repo_state("acme/app") is None  # not marked done mid-run
+
+    watching = _WatchingEmbedder(embedder, watch)
+    cache = SqliteEmbeddingCache(tmp_path / "embeddings.db")
+    report = index_repository(root, "acme/app", direct, watching, cache)
+    assert watching.calls == 4 and report.chunks == 8
+    assert seen_before_last and seen_before_last[0] >= 2
+    reference = SqliteStore(tmp_path / "reference.db")
+    index_repository(root, "acme/app", reference, embedder, cache)
+    assert _stored_ids(direct, "acme/app") == set(_reference_ids(reference))
+    recorded = direct.repo_state("acme/app")
+    assert recorded is not None and recorded.commit == report.commit and recorded.chunk_count == 8
+
+
+@opensearch_test
+def test_a_failed_write_stops_the_run_before_everything_is_embedded(
+    direct: OpenSearchStore,
+    embedder,  # type: ignore[no-untyped-def]
+    make_repo: Callable[[dict[str, str]], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 1)  # 8 groups of one chunk
+    root = make_repo(MANY_FILES)
+    direct.ensure_schema(embedder.dimension)
+    slow = _WatchingEmbedder(embedder, lambda _call: time.sleep(0.3))
+    proxy = FlakyProxy(OPENSEARCH_URL, fail_bulk_from=1)
+    flaky = open_opensearch(proxy.url, alias=direct.alias, retry_delays=(0.01,))
+    cache = SqliteEmbeddingCache(tmp_path / "embeddings.db")
+    try:
+        with pytest.raises(StoreUnavailable, match="is unreachable"):
+            index_repository(root, "acme/app", flaky, slow, cache)
+    finally:
+        proxy.close()
+        flaky.close()
+    assert proxy.bulk_requests >= 1
+    assert slow.calls < 8  # the run stopped instead of embedding the rest for nothing
+    assert direct.repo_state("acme/app") is None
