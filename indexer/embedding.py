@@ -76,7 +76,7 @@ class SentenceTransformerEmbedder:
         self,
         model: str = DEFAULT_EMBED_MODEL,
         threads: int = 0,
-        batch_size: int = 32,
+        batch_size: int = 0,
         bfloat16: bool = False,
     ):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -95,7 +95,7 @@ class SentenceTransformerEmbedder:
         torch.set_num_threads(threads or os.cpu_count() or 1)
         self._name = f"{model}@bf16" if bfloat16 else model
         self._bfloat16 = bfloat16
-        self._batch_size = batch_size
+        self._batch_size = batch_size or 32
         self._lock = threading.Lock()
         try:
             self._model = SentenceTransformer(resolve_model_path(model), device="cpu")
@@ -187,9 +187,10 @@ _EMBEDDERS: dict[tuple[str, str, int, int], Embedder] = {}
 
 
 def load_embedder(
-    model: str, threads: int = 0, batch_size: int = 32, backend: str | None = None
+    model: str, threads: int = 0, batch_size: int = 0, backend: str | None = None
 ) -> Embedder:
-    """One loaded model per process and configuration (``backend`` None: from settings)."""
+    """One loaded model per process and configuration (``backend`` None: from settings;
+    ``batch_size`` 0: the backend's own)."""
     from indexer.settings import IndexerSettings
 
     settings = IndexerSettings()
