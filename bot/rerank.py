@@ -77,13 +77,10 @@ class CrossEncoderReranker:
     ) -> None:
         from sentence_transformers import CrossEncoder
 
-        from indexer.embedding import cpu_has_bf16
+        from indexer.embedding import require_bf16
 
-        if bfloat16 and not cpu_has_bf16():
-            raise ConfigError(
-                "CODEASK_RERANK_BACKEND=torch-bf16 needs a CPU with native bfloat16 (AMX or "
-                "AVX512-BF16) and this one has neither; use onnx-int8 or torch."
-            )
+        if bfloat16:
+            require_bf16("CODEASK_RERANK_BACKEND")
         self._name = f"{model}@bf16" if bfloat16 else model
         self._batch_size = batch_size
         self._lock = threading.Lock()  # the model is not safe to call from two threads

@@ -54,6 +54,15 @@ def cpu_has_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
+def require_bf16(setting: str) -> None:
+    """Refuse ``setting``'s bf16 backend on a CPU that would emulate bfloat16."""
+    if not cpu_has_bf16():
+        raise ConfigError(
+            f"{setting}=torch-bf16 needs a CPU with native bfloat16 (AMX or AVX512-BF16) "
+            "and this one has neither; use onnx-int8 or torch."
+        )
+
+
 def resolve_model_path(name: str) -> str:
     """The packaged all-MiniLM-L6-v2 for the default name; anything else as given."""
     if name in (DEFAULT_EMBED_MODEL, f"sentence-transformers/{DEFAULT_EMBED_MODEL}"):
@@ -87,11 +96,8 @@ class SentenceTransformerEmbedder:
 
         hf_logging.disable_progress_bar()
 
-        if bfloat16 and not cpu_has_bf16():
-            raise ConfigError(
-                "CODEASK_EMBED_BACKEND=torch-bf16 needs a CPU with native bfloat16 (AMX or "
-                "AVX512-BF16) and this one has neither; use onnx-int8 or torch."
-            )
+        if bfloat16:
+            require_bf16("CODEASK_EMBED_BACKEND")
         torch.set_num_threads(threads or os.cpu_count() or 1)
         self._name = f"{model}@bf16" if bfloat16 else model
         self._bfloat16 = bfloat16
