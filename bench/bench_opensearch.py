@@ -1,16 +1,27 @@
 """OpenSearch vs the embedded store: indexing throughput and hybrid query latency.
 
-Synthetic corpus (code-like identifiers, random unit vectors: embedding is excluded), spread
-over 100 repositories; every query is BM25 + k-NN filtered to 10 random repositories
-(10% of the corpus), fused by RRF, exactly as ``codeask search`` runs it. Besides the
-hybrid latency, the BM25 and k-NN lists are timed alone (same queries).
+Two corpora, both with random unit vectors (embedding is excluded) and spread over 100
+repositories:
+
+- ``--corpus synthetic`` (the default): code-like identifiers from a 90-word vocabulary, so
+  every query word is in ~40% of the chunks (a worst case for BM25); queries are two
+  identifiers and a word from the same vocabulary.
+- ``--corpus code``: real Python source (every ``.py`` file under ``--code-root``, the
+  virtualenv's site-packages by default, read in path order and cut into windows of 6-10
+  lines, wrapping around when a size needs more), and the golden-set questions
+  (``eval/golden/*.jsonl``) as the queries.
+
+Every query is BM25 + k-NN filtered to 10 random repositories (10% of the corpus), fused by
+RRF, exactly as ``codeask search`` runs it. Besides the hybrid latency, the BM25 and k-NN
+lists are timed alone (same queries).
 
     .venv/bin/python bench/bench_opensearch.py --sizes 100000 \
         --opensearch-url http://127.0.0.1:9200
 
 OpenSearch options: ``--bulk-load`` (refresh_interval -1 and bigger bulk requests during
 the load, restored after; the store still refreshes after each repository, as it must),
-``--force-merge`` (after the first measurement, merge to one segment and measure again),
+``--force-merge`` (after the first measurement, merge to ``--merge-segments`` segments,
+one by default, and measure again),
 ``--writers N`` (repositories written at once), ``--shards N``, ``--routing`` (chunks routed by repository), ``--vector-encoding sq`` (Lucene scalar quantization), ``--candidates 20,50`` (more query variants), ``--index NAME --no-load``
 (measure an index kept by an earlier ``--keep`` run).
 
@@ -20,13 +31,17 @@ Prints a markdown table. Not a test: it takes minutes and needs a running node.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import statistics
 import subprocess
+import sysconfig
 import tempfile
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -53,6 +68,8 @@ _VOCABULARY = (
     "score rank fuse stream buffer reader writer encode decode json yaml schema model field"
 )
 WORDS = _VOCABULARY.split()
+ROOT = Path(__file__).resolve().parent.parent
+_DEFINITION = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
 
 
 @dataclass
@@ -117,6 +134,74 @@ def synthetic_repo(
     return chunks, vectors
 
 
+def code_windows(root: Path, seed: int) -> Iterator[tuple[str, int, int, str]]:
+    """(path, start line, end line, text) windows of 6-10 lines over every ``.py`` under root.
+
+    Files are read in path order (one package after another, as repositories hold them);
+    unreadable and binary files are skipped. The walk starts again when it runs out, so
+    any corpus size can be served.
+    """
+    files = sorted(root.rglob("*.py"))
+    if not files:
+        raise SystemExit(f"no .py files under {root}")
+    rng = np.random.default_rng(seed)
+    while True:
+        for file in files:
+            try:
+                lines = file.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                continue
+            path = file.relative_to(root).as_posix()
+            start = 0
+            while start < len(lines):
+                size = int(rng.integers(6, 11))
+                text = "\n".join(lines[start : start + size])
+                if text.strip():
+                    yield path, start + 1, min(start + size, len(lines)), text
+                start += size
+
+
+def code_repo(
+    repo: str, n: int, rng: np.random.Generator, windows: Iterator[tuple[str, int, int, str]]
+) -> tuple[list[Chunk], np.ndarray]:
+    chunks = []
+    for _ in range(n):
+        path, start, end, text = next(windows)
+        found = _DEFINITION.search(text)
+        symbol = found.group(1) if found else Path(path).stem
+        chunks.append(
+            Chunk(
+                repo=repo,
+                path=path,
+                start_line=start,
+                end_line=end,
+                text=text,
+                symbol=symbol,
+                language="python",
+                kind="source",
+                header=f"# {path}",
+                visibility="private",
+                commit="c0",
+                blob_sha=f"{zlib.crc32(path.encode()):08x}",
+            )
+        )
+    vectors = rng.standard_normal((n, DIMENSION)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return chunks, vectors
+
+
+def golden_questions() -> list[str]:
+    questions = []
+    for file in sorted((ROOT / "eval" / "golden").glob("*.jsonl")):
+        for line in file.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                questions.append(json.loads(line)["question"])
+    return questions
+
+
+CORPUS = {"kind": "synthetic", "root": None}
+
+
 def load(store: SearchBackend, total: int, seed: int, writers: int = 1) -> float:
     """Index ``total`` chunks as REPOS repositories; returns seconds spent in the store.
 
@@ -124,7 +209,18 @@ def load(store: SearchBackend, total: int, seed: int, writers: int = 1) -> float
     ``codeask worker`` processes would) and the wall time of the whole load is returned.
     """
     rng = np.random.default_rng(seed)
-    pool = identifier_pool(seed)
+    if CORPUS["kind"] == "code":
+        windows = code_windows(Path(CORPUS["root"]), seed)
+
+        def make(repo: str, n: int) -> tuple[list[Chunk], np.ndarray]:
+            return code_repo(repo, n, rng, windows)
+
+    else:
+        pool = identifier_pool(seed)
+
+        def make(repo: str, n: int) -> tuple[list[Chunk], np.ndarray]:
+            return synthetic_repo(repo, n, rng, pool)
+
     store.ensure_schema(DIMENSION)
     per_repo = total // REPOS
     spent = 0.0
@@ -143,7 +239,7 @@ def load(store: SearchBackend, total: int, seed: int, writers: int = 1) -> float
     with ThreadPoolExecutor(max_workers=writers) as executor:
         for r in range(REPOS):
             repo = f"bench/repo{r:03d}"
-            chunks, vectors = synthetic_repo(repo, per_repo, rng, pool)
+            chunks, vectors = make(repo, per_repo)
             while len(in_flight) >= writers:  # at most one repository waiting per writer
                 done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -165,12 +261,17 @@ def requests(
     queries: int, seed: int, candidates: int, filter_repos: int = FILTER_REPOS
 ) -> Iterator[SearchRequest]:
     rng = np.random.default_rng(seed)
-    for _ in range(queries):
+    questions = golden_questions() if CORPUS["kind"] == "code" else []
+    for q in range(queries):
         repos = rng.choice(REPOS, size=filter_repos, replace=False)
         vector = rng.standard_normal(DIMENSION).astype(np.float32)
         vector /= np.linalg.norm(vector)
+        if questions:
+            text = questions[q % len(questions)]
+        else:
+            text = f"{identifier(rng)} {identifier(rng)} {rng.choice(WORDS)}"
         yield SearchRequest(
-            text=f"{identifier(rng)} {identifier(rng)} {rng.choice(WORDS)}",
+            text=text,
             repos=frozenset(f"bench/repo{r:03d}" for r in repos),
             k=10,
             candidates=candidates,
@@ -257,7 +358,7 @@ def run_opensearch(total: int, args: argparse.Namespace) -> list[Result]:
         opensearch_timeout=600,
     )
     store = OpenSearchStore.from_settings(settings)
-    name = f"{args.shards} shard{'s' if args.shards > 1 else ''}"
+    name = f"{args.corpus} corpus, {args.shards} shard{'s' if args.shards > 1 else ''}"
     if args.routing:
         name += ", routed by repo"
     if args.vector_encoding != "float":
@@ -298,10 +399,10 @@ def run_opensearch(total: int, args: argparse.Namespace) -> list[Result]:
         if args.force_merge:
             started = time.perf_counter()
             store.client.indices.forcemerge(
-                index=store.alias, max_num_segments=1, request_timeout=7200
+                index=store.alias, max_num_segments=args.merge_segments, request_timeout=7200
             )
             merged = time.perf_counter() - started
-            print(f"  force merge to one segment: {merged:.0f} s", flush=True)
+            print(f"  force merge to {args.merge_segments} segment(s): {merged:.0f} s", flush=True)
             for candidates in args.candidate_list:
                 lat = measure(store, args.queries, args.seed, candidates, args.filter_repos)
                 variant = f"{name}, force-merged ({merged:.0f} s), {candidates} candidates"
@@ -326,7 +427,11 @@ def run_embedded(total: int, args: argparse.Namespace, workdir: Path) -> list[Re
         for candidates in args.candidate_list:
             lat = measure(store, args.queries, args.seed, candidates, args.filter_repos)
             result = row(
-                "embedded", f"{candidates} candidates{args.filter_label}", total, seconds, lat
+                "embedded",
+                f"{args.corpus} corpus, {candidates} candidates{args.filter_label}",
+                total,
+                seconds,
+                lat,
             )
             result.segments = None
             result.disk_mb = sum(p.stat().st_size for p in workdir.glob(f"bench-{total}.db*")) / 1e6
@@ -386,11 +491,19 @@ def main() -> None:
     parser.add_argument("--batch-docs", type=int, default=2000)
     parser.add_argument("--writers", type=int, default=1, help="repositories written at once")
     parser.add_argument("--force-merge", action="store_true")
+    parser.add_argument("--merge-segments", type=int, default=1, help="with --force-merge")
+    parser.add_argument("--corpus", choices=["synthetic", "code"], default="synthetic")
+    parser.add_argument(
+        "--code-root",
+        default=sysconfig.get_paths()["purelib"],
+        help="with --corpus code: where the .py files are read (default: site-packages)",
+    )
     parser.add_argument("--index", default="", help="OpenSearch alias (default: a fresh one)")
     parser.add_argument("--no-load", action="store_true", help="measure --index as it is")
     parser.add_argument("--keep", action="store_true", help="keep the OpenSearch index")
     args = parser.parse_args()
     args.candidate_list = [int(c) for c in args.candidates.split(",")]
+    CORPUS.update(kind=args.corpus, root=args.code_root)
     filtered = args.filter_repos != FILTER_REPOS
     args.filter_label = f", filter {args.filter_repos} repos" if filtered else ""
     if args.no_load and not args.index:

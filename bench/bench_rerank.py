@@ -92,7 +92,7 @@ class Config:
     threads: int = 0
     batch_size: int = 8
     embed_backend: str = "torch"
-    shape: str = "minilm-l6"  # or "tinybert-l2": see tiny_cross_encoder_dir
+    shape: str = "minilm-l6"  # or "minilm-l2", "minilm-l4", "tinybert-l2": see shape_dir
 
 
 CONFIGS = [
@@ -135,6 +135,61 @@ EXTRA_CONFIGS = [
     Config("torch bf16, 128 + torch-bf16 query embedder", "torch-bf16", 128, 0, 16, "torch-bf16"),
     Config("torch bf16, 256 + onnx-int8 query embedder", "torch-bf16", 256, 0, 16, "onnx-int8"),
     Config("no rerank, torch-bf16 query embedder", "none", embed_backend="torch-bf16"),
+    # Rows 23-28: smaller cross-encoder shapes with the ONNX int8 query embedder.
+    Config(
+        "MiniLM-L4 shape, onnx int8, 256 + onnx-int8 query embedder",
+        "onnx-int8",
+        256,
+        2,
+        8,
+        "onnx-int8",
+        "minilm-l4",
+    ),
+    Config(
+        "MiniLM-L2 shape, onnx int8, 256 + onnx-int8 query embedder",
+        "onnx-int8",
+        256,
+        2,
+        8,
+        "onnx-int8",
+        "minilm-l2",
+    ),
+    Config(
+        "MiniLM-L2 shape, onnx int8, 512 + onnx-int8 query embedder",
+        "onnx-int8",
+        512,
+        2,
+        8,
+        "onnx-int8",
+        "minilm-l2",
+    ),
+    Config(
+        "MiniLM-L2 shape, torch bf16, 256 + onnx-int8 query embedder",
+        "torch-bf16",
+        256,
+        0,
+        16,
+        "onnx-int8",
+        "minilm-l2",
+    ),
+    Config(
+        "TinyBERT-L2 shape, onnx int8, 512 + onnx-int8 query embedder",
+        "onnx-int8",
+        512,
+        2,
+        8,
+        "onnx-int8",
+        "tinybert-l2",
+    ),
+    Config(
+        "MiniLM-L4 shape, onnx int8, 128 + onnx-int8 query embedder",
+        "onnx-int8",
+        128,
+        2,
+        8,
+        "onnx-int8",
+        "minilm-l4",
+    ),
 ]
 
 
@@ -247,11 +302,33 @@ def tiny_cross_encoder_dir(work: Path) -> Path:
     return out
 
 
+def truncated_cross_encoder_dir(work: Path, base: Path, layers: int) -> Path:
+    """The first ``layers`` layers of the MiniLM-L6 cross-encoder: the shape of
+    cross-encoder/ms-marco-MiniLM-L-2-v2 / -L-4-v2 (384 wide, 12 heads), latency only."""
+    out = work / f"cross-encoder-minilm-l{layers}-shape"
+    if not (out / "config.json").is_file():
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        model = AutoModelForSequenceClassification.from_pretrained(str(base))
+        model.bert.encoder.layer = model.bert.encoder.layer[:layers]
+        model.config.num_hidden_layers = layers
+        model.save_pretrained(str(out))
+        AutoTokenizer.from_pretrained(str(base)).save_pretrained(str(out))
+    return out
+
+
+def shape_dir(config: Config, model: Path, work: Path) -> Path:
+    if config.shape == "tinybert-l2":
+        return tiny_cross_encoder_dir(work)
+    if config.shape in ("minilm-l2", "minilm-l4"):
+        return truncated_cross_encoder_dir(work, model, int(config.shape[-1]))
+    return model
+
+
 def make_reranker(config: Config, model: Path, work: Path) -> Reranker | None:
     if config.backend == "none":
         return None
-    if config.shape == "tinybert-l2":
-        model = tiny_cross_encoder_dir(work)
+    model = shape_dir(config, model, work)
     if config.backend.startswith("torch"):
         bf16 = config.backend == "torch-bf16"
         return CrossEncoderReranker(str(model), config.max_length, config.batch_size, bf16)

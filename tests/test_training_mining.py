@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bot.training.leakage import load_golden
-from bot.training.mining import mine_repo
-from bot.training.pairs import VALIDATION, TrainingPair, read_pairs, write_pairs
+from bot.training.mining import add_hard_negatives, mine_repo, quotes
+from bot.training.pairs import VALIDATION, Target, TrainingPair, read_pairs, write_pairs
 from indexer.embed_cache import SqliteEmbeddingCache
 from indexer.indexing import index_repository
 from indexer.search import Searcher
@@ -115,11 +115,11 @@ def mined(tmp_path_factory: pytest.TempPathFactory, embedder):  # type: ignore[n
     pairs, report = mine_repo(
         REPO, root, store, Searcher(store, embedder), golden, max_functions=8, negatives=3
     )
-    return pairs, report, shas, after, golden
+    return pairs, report, shas, after, golden, Searcher(store, embedder)
 
 
 def test_history_is_cut_at_the_indexed_commit(mined) -> None:  # type: ignore[no-untyped-def]
-    pairs, report, shas, after, _ = mined
+    pairs, report, shas, after, _, _ = mined
     commit_pairs = [p for p in pairs if p.source == "commit"]
     assert commit_pairs, "commit messages should produce pairs"
     assert {p.positive.commit for p in commit_pairs} <= set(shas)
@@ -136,7 +136,7 @@ def test_history_is_cut_at_the_indexed_commit(mined) -> None:  # type: ignore[no
 
 
 def test_golden_gold_places_and_questions_never_reach_training(mined) -> None:  # type: ignore[no-untyped-def]
-    pairs, report, _, _, golden = mined
+    pairs, report, _, _, golden, _ = mined
     gold = golden.places[0]
     for p in pairs:
         for t in [p.positive, *p.negative_targets]:
@@ -159,8 +159,44 @@ def test_golden_gold_places_and_questions_never_reach_training(mined) -> None:  
     assert [p.positive.symbol for p in readme] == ["parse_duration"]
 
 
+def test_negatives_differ_from_the_positive_only_in_what_the_code_does(mined) -> None:  # type: ignore[no-untyped-def]
+    pairs, searcher = mined[0], mined[5]
+    for p in pairs:
+        assert not any(quotes(n, p.query) for n in p.negatives), p.query
+    # A docstring pair's positive lost its docstring; a negative keeping its own would teach
+    # the model that a candidate repeating descriptive words is the wrong one.
+    pair = TrainingPair(
+        query="the text shown in the dashboard's job list for a job that can run out of time",
+        positive=Target(REPO, "jobs.py", 4, 7, "parse_duration"),
+        positive_text="def parse_duration(text): ...",
+        source="docstring",
+        time=0.0,
+    )
+    add_hard_negatives([pair], searcher, 7)
+    banner = [n for n in pair.negatives if "def timeout_banner" in n]
+    assert banner, pair.negatives
+    assert "How is the timeout banner rendered" not in banner[0]
+    assert 'label = "cancelled after"' in banner[0]
+    pair.source = "commit"  # other sources keep the candidates as indexed
+    add_hard_negatives([pair], searcher, 7)
+    assert any("How is the timeout banner rendered" in n for n in pair.negatives)
+
+
+def test_a_candidate_quotes_a_query_only_with_a_run_of_its_words() -> None:
+    query = "Durations like 5m are read by parse_duration, which the scheduler calls for every job."
+    readme = (
+        "# jobs\n\nDurations like `5m` are read by `parse_duration`, which the\nscheduler calls"
+    )
+    assert quotes(readme, query)  # markup and line breaks do not hide the copy
+    code = "def parse_duration(text):\n    # every job the scheduler calls is read like durations"
+    assert not quotes(code, query)  # the same words, not in a run
+    assert quotes("retry the job", "Retry the job")  # a short query must appear whole
+    assert not quotes("retry", "Retry the job")
+    assert not quotes("anything", "")
+
+
 def test_newest_commits_are_held_out_and_pairs_round_trip(mined, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    pairs, _, shas, _, _ = mined
+    pairs, _, shas, _, _, _ = mined
     held = {p.positive.commit for p in pairs if p.source == "commit" and p.split == VALIDATION}
     assert held == {shas[-1]}  # the banner commit is the newest one with usable pairs
     assert all(p.split != VALIDATION for p in pairs if p.positive.commit in shas[:2])

@@ -131,14 +131,31 @@ def without_lines(chunk: Chunk, first: int, last: int) -> Chunk:
     return dataclasses.replace(chunk, text="\n".join(lines[:first] + lines[last + 1 :]))
 
 
+def _doc_comment(chunk: Chunk) -> tuple[int, int, str] | None:
+    lines = chunk.text.split("\n")
+    found = _python_docstring(lines) if chunk.language == "python" else None
+    return found or _leading_comment(lines)
+
+
+def without_doc_comment(chunk: Chunk) -> Chunk:
+    """``chunk`` without its docstring or leading doc comment (unchanged when it has none).
+
+    Hard negatives of a docstring pair go through this too: were only the positive
+    stripped, "the text repeats the query's words" would mark a candidate as *wrong*, and
+    the model would learn to push down exactly the lexical matches that answer questions.
+    """
+    if chunk.kind != "source":
+        return chunk
+    found = _doc_comment(chunk)
+    return chunk if found is None else without_lines(chunk, found[0], found[1])
+
+
 def docstring_pairs(chunks: Sequence[Chunk], time: float) -> list[TrainingPair]:
     pairs = []
     for chunk in chunks:
         if chunk.kind != "source":
             continue
-        lines = chunk.text.split("\n")
-        found = _python_docstring(lines) if chunk.language == "python" else None
-        found = found or _leading_comment(lines)
+        found = _doc_comment(chunk)
         if found is None:
             continue
         first, last, raw = found

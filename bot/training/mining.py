@@ -8,12 +8,13 @@ newest commits (and a share of files) are held out for validation.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.rerank import pair_text
-from bot.training.docpairs import docs_pairs, docstring_pairs
+from bot.training.docpairs import docs_pairs, docstring_pairs, without_doc_comment
 from bot.training.history import HistoryStats, commit_pairs, target_of
 from bot.training.leakage import Golden, exclude_golden
 from bot.training.pairs import TrainingPair, cap, deduplicate, split_by_time
@@ -26,6 +27,9 @@ from indexer.search import Searcher
 NEGATIVES = 7
 MAX_PAIRS_PER_REPO = 3000
 NEGATIVE_SKIP = 0  # how many top non-positive hits to pass over (they may be unlabelled positives)
+QUOTE_WORDS = (
+    8  # a candidate holding this many consecutive query words is where the query came from
+)
 Say = Callable[[str], None]
 
 
@@ -65,10 +69,34 @@ def _commit_time(root: Path, commit: str) -> float:
     return float(run_git(["show", "-s", "--format=%ct", commit], cwd=root))
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def quotes(candidate: str, query: str, run: int = QUOTE_WORDS) -> bool:
+    """Whether ``candidate`` holds ``run`` consecutive words of ``query`` (or all of a shorter one).
+
+    A docs paragraph's own chunk, or a copy of a docstring elsewhere, is where the query
+    was cut from: as a "negative" it would teach the model that repeating the question's
+    words makes a candidate wrong.
+    """
+    words = _words(query)
+    if not words:
+        return False
+    text = " " + " ".join(_words(candidate)) + " "
+    size = min(run, len(words))
+    return any(f" {' '.join(words[i : i + size])} " in text for i in range(len(words) - size + 1))
+
+
 def add_hard_negatives(
     pairs: Sequence[TrainingPair], searcher: Searcher, n: int = NEGATIVES
 ) -> None:
-    """High-ranked hybrid hits of the pair's repository that are not its positive."""
+    """High-ranked hybrid hits of the pair's repository that are not its positive.
+
+    Candidates that quote the query are skipped, and for docstring pairs every negative
+    loses its own doc comment as the positive did, so the only difference left between
+    positive and negatives is what the code does.
+    """
     for p in pairs:
         hits = searcher.search(p.query, frozenset({p.positive.repo}), k=n + 10, candidates=50)
         chosen = []
@@ -78,7 +106,9 @@ def add_hard_negatives(
                 (c.start_line <= p.positive.end_line and p.positive.start_line <= c.end_line)
                 or (bool(c.symbol) and c.symbol == p.positive.symbol)
             )
-            if not same_place:
+            if p.source == "docstring":
+                c = without_doc_comment(c)
+            if not same_place and not quotes(c.text, p.query):
                 chosen.append(c)
         chosen = chosen[NEGATIVE_SKIP : NEGATIVE_SKIP + n]
         p.negatives = [pair_text(c) for c in chosen]
