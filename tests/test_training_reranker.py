@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bot.rerank import CrossEncoderReranker, load_reranker
 from bot.settings import BotSettings
 from bot.training.card import read_card, write_card
 from bot.training.pairs import TRAIN, VALIDATION, Target, TrainingPair
 from bot.training.train import CHECKPOINT_SUBDIR, TrainConfig, train_reranker
+from indexer.errors import ConfigError
+from indexer.models import Chunk, Hit
 
 PARSE = "def parse_duration(text):\n    return int(text[:-1]) * UNITS[text[-1]]"
 BANNER = "def timeout_banner(timeout):\n    return f'times out after {timeout}'"
@@ -68,3 +72,33 @@ def test_trained_reranker_stays_off_until_the_gate_enables_it(tmp_path: Path) ->
     )
     assert again.card["steps"] == 6 and again.card["examples_seen"] == 6
     assert again.card["validation_mrr_before"] == card["validation_mrr_before"]
+
+
+def test_a_reranker_cut_to_two_layers_saves_and_loads_with_two(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    result = train_reranker(
+        PAIRS, data_dir, TrainConfig(budget_minutes=10, epochs=1, layers=2, **TINY)
+    )
+    config = json.loads((result.model_dir / "config.json").read_text())
+    assert config["num_hidden_layers"] == 2
+    assert result.card["layers"] == 2 and "first 2 layers" in result.card["base_model"]
+    reranker = CrossEncoderReranker(str(result.model_dir))
+    assert len(reranker._model.model.base_model.encoder.layer) == 2
+    hits = [_hit(PARSE), _hit(BANNER)]
+    assert len(reranker.score("turn 5m into seconds", hits)) == 2
+    with pytest.raises(ConfigError, match="between 1 and 6"):
+        train_reranker(PAIRS, tmp_path / "d2", TrainConfig(budget_minutes=10, layers=7, **TINY))
+
+
+def _hit(text: str) -> Hit:
+    chunk = Chunk(
+        repo="acme/jobs",
+        path="jobs.py",
+        start_line=1,
+        end_line=2,
+        text=text,
+        symbol=text.split("(")[0][4:],
+        language="python",
+        kind="source",
+    )
+    return Hit(chunk=chunk, score=1.0)

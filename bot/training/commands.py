@@ -101,6 +101,9 @@ def reranker(
     resume: Annotated[bool, typer.Option("--resume", help="Continue from the checkpoint")] = False,
     epochs: Annotated[int, typer.Option(help="Passes over the training pairs")] = 1,
     negatives: Annotated[int, typer.Option(help="Hard negatives per query")] = 3,
+    layers: Annotated[
+        int, typer.Option(help="Keep the base model's first N layers (0: all); fewer rerank faster")
+    ] = 0,
 ) -> None:
     """Fine-tune the packaged MiniLM as a cross-encoder; saved to <data dir>/models/reranker."""
     from bot.training.pairs import read_pairs
@@ -110,7 +113,9 @@ def reranker(
     source = pairs_file or default_pairs_file(settings)
     report = source.with_suffix(".report.json")
     mining = json.loads(report.read_text()) if report.is_file() else {}
-    config = TrainConfig(budget_minutes=budget_minutes, epochs=epochs, negatives=negatives)
+    config = TrainConfig(
+        budget_minutes=budget_minutes, epochs=epochs, negatives=negatives, layers=layers
+    )
     result = train_reranker(
         read_pairs(source),
         settings.data_path,

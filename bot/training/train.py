@@ -40,6 +40,9 @@ class TrainConfig:
     validation_queries: int = 100
     seed: int = 13
     threads: int = 0  # 0: torch's default
+    # Keep only the base model's first N transformer layers (0: all six). Rerank time
+    # grows with the layer count: the shape of ms-marco-MiniLM-L-2-v2 is 2 of them.
+    layers: int = 0
 
 
 @dataclass
@@ -80,6 +83,16 @@ def _load(path: str, max_length: int) -> Any:
         return CrossEncoder(path, num_labels=1, max_length=max_length, device="cpu")
     except Exception as exc:  # the library raises many types for a missing or broken model
         raise ConfigError(f"Cannot load cross-encoder from {path}: {exc}") from exc
+
+
+def keep_layers(model: Any, layers: int) -> None:
+    """Cut the cross-encoder's encoder to its first ``layers`` layers (a fresh model only)."""
+    encoder = model.model.base_model.encoder
+    have = len(encoder.layer)
+    if not 0 < layers <= have:
+        raise ConfigError(f"--layers must be between 1 and {have}, not {layers}")
+    encoder.layer = encoder.layer[:layers]
+    model.model.config.num_hidden_layers = layers
 
 
 def _save_atomically(model: Any, dest: Path) -> None:
@@ -130,6 +143,8 @@ def train_reranker(
         shutil.rmtree(checkpoint, ignore_errors=True)
         torch.manual_seed(config.seed)
         model = _load(base_model_path(), config.max_length)
+        if config.layers:
+            keep_layers(model, config.layers)
     network = model.model
     val_started = time.perf_counter()
     if "mrr_before" not in state:
@@ -264,7 +279,9 @@ def build_card(
     for repo, n in by_repo.items():
         repos.setdefault(repo, {"commit_range": "", "pairs": n})
     return {
-        "base_model": "all-MiniLM-L6-v2 (packaged weights), num_labels=1",
+        "base_model": "all-MiniLM-L6-v2 (packaged weights), num_labels=1"
+        + (f", first {config.layers} layers" if config.layers else ""),
+        "layers": config.layers or 6,
         "loss": LOSS,
         "pairs": {"train": len(train), "validation": len(val), "by_source": by_source},
         "repos": repos,
