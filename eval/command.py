@@ -25,10 +25,10 @@ from eval.indexes import index_corpora
 from eval.metrics import Question
 from eval.report import latency_line, table_caption, terminal_table, write_report
 from indexer.backend import SearchBackend
-from indexer.embedding import Embedder, load_embedder
+from indexer.embedding import Embedder
 from indexer.search import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores import open_embedding_cache, open_store
+from indexer.stores import open_embedder, open_embedding_cache, open_store
 
 if TYPE_CHECKING:
     from eval.citations import CitationRun
@@ -68,9 +68,7 @@ def run_eval(
     files = golden_paths(paths)
     questions = load_many(files)
     store = open_store(settings)
-    embedder = load_embedder(
-        settings.embed_model, settings.embed_threads, settings.embed_batch_size
-    )
+    embedder = open_embedder(settings)
     if index:
         index_golden_repos(questions, store, embedder, settings, err)
     require_indexed(store, sorted({q.repo for q in questions}))

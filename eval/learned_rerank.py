@@ -16,12 +16,11 @@ from typing import Any
 from eval.goldens import load_questions
 from eval.harness import Rerank, RunResult, evaluate, golden_paths, require_indexed, searcher_ranker
 from eval.metrics import Question
-from indexer.embedding import load_embedder
 from indexer.errors import InvalidInput
 from indexer.models import Hit
 from indexer.search import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores import open_store
+from indexer.stores import open_embedder, open_store
 
 Say = Callable[[str], None]
 
@@ -91,9 +90,7 @@ def gate_trained_reranker(
     sets = {p.stem: load_questions(p) for p in golden_paths(list(paths))}
     store = open_store(settings)
     require_indexed(store, sorted({q.repo for qs in sets.values() for q in qs}))
-    embedder = load_embedder(
-        settings.embed_model, settings.embed_threads, settings.embed_batch_size
-    )
+    embedder = open_embedder(settings)
     rerank, note = learned_rerank(settings.data_path)
     assert rerank is not None, note  # the model folder was found just above
     rows = compare(sets, Searcher(store, embedder), rerank, k, say)

@@ -53,18 +53,15 @@ def mine(
     from bot.training.leakage import load_golden
     from bot.training.mining import mine_repo
     from bot.training.pairs import write_pairs
-    from indexer.embedding import load_embedder
     from indexer.search import Searcher
-    from indexer.stores import open_store
+    from indexer.stores import open_embedder, open_store
 
     settings = IndexerSettings()
     store = open_store(settings)
     sources = _sources(settings, repo or [], path or [], [s.repo for s in store.repo_states()])
     golden_paths = golden if golden is not None else [DEFAULT_GOLDEN]
     gold = load_golden([p for p in golden_paths if p.exists()])
-    embedder = load_embedder(
-        settings.embed_model, settings.embed_threads, settings.embed_batch_size
-    )
+    embedder = open_embedder(settings)
     searcher = Searcher(store, embedder)
     pairs, reports = [], []
     for name, root in sources.items():
