@@ -356,6 +356,7 @@ def run_opensearch(total: int, args: argparse.Namespace) -> list[Result]:
         opensearch_routing=args.routing,
         opensearch_vector_encoding=args.vector_encoding,
         opensearch_timeout=600,
+        opensearch_concurrent_segment_search=args.concurrent_search,
     )
     store = OpenSearchStore.from_settings(settings)
     name = f"{args.corpus} corpus, {args.shards} shard{'s' if args.shards > 1 else ''}"
@@ -363,13 +364,14 @@ def run_opensearch(total: int, args: argparse.Namespace) -> list[Result]:
         name += ", routed by repo"
     if args.vector_encoding != "float":
         name += f", {args.vector_encoding} vectors"
+    name += f", concurrent segment search {args.concurrent_search}"
     if args.writers > 1:
         name += f", {args.writers} writers"
     results: list[Result] = []
     try:
         seconds = 0.0
+        store.ensure_schema(DIMENSION)  # checks the mapping, applies --concurrent-search
         if not args.no_load:
-            store.ensure_schema(DIMENSION)
             if args.bulk_load:
                 store.batch_docs = args.batch_docs
                 store.client.indices.put_settings(
@@ -492,6 +494,12 @@ def main() -> None:
     parser.add_argument("--writers", type=int, default=1, help="repositories written at once")
     parser.add_argument("--force-merge", action="store_true")
     parser.add_argument("--merge-segments", type=int, default=1, help="with --force-merge")
+    parser.add_argument(
+        "--concurrent-search",
+        choices=["all", "auto", "none", "cluster"],
+        default="all",
+        help="CODEASK_OPENSEARCH_CONCURRENT_SEGMENT_SEARCH",
+    )
     parser.add_argument("--corpus", choices=["synthetic", "code"], default="synthetic")
     parser.add_argument(
         "--code-root",

@@ -44,6 +44,8 @@ ANALYSIS: dict[str, Any] = {
     },
 }
 
+CONCURRENT_SEARCH_SETTING = "index.search.concurrent_segment_search.mode"
+
 _CODE_TEXT = {"type": "text", "analyzer": "code"}
 _KEYWORD = {"type": "keyword"}
 

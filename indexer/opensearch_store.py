@@ -36,7 +36,12 @@ from indexer.opensearch_documents import (
     search_bodies,
     source_chunk,
 )
-from indexer.opensearch_mapping import check_mapping, chunk_index_body, state_index_body
+from indexer.opensearch_mapping import (
+    CONCURRENT_SEARCH_SETTING,
+    check_mapping,
+    chunk_index_body,
+    state_index_body,
+)
 from indexer.settings import IndexerSettings
 
 _TERMS_PER_QUERY = 1000  # well under index.max_terms_count (65 536)
@@ -76,6 +81,7 @@ class OpenSearchStore:
         replicas: int = 0,
         routing: bool = False,
         encoding: str = "float",
+        concurrent_search: str = "all",
         batch_docs: int = 500,
         retry_delays: Sequence[float] = DEFAULT_RETRY_DELAYS,
     ) -> None:
@@ -87,6 +93,7 @@ class OpenSearchStore:
         self.replicas = replicas
         self.routing = routing
         self.encoding = encoding
+        self.concurrent_search = concurrent_search
         self.batch_docs = batch_docs
         self.retry_delays = tuple(retry_delays)
 
@@ -100,6 +107,7 @@ class OpenSearchStore:
             replicas=settings.opensearch_replicas,
             routing=settings.opensearch_routing,
             encoding=settings.opensearch_vector_encoding,
+            concurrent_search=settings.opensearch_concurrent_segment_search,
         )
 
     def close(self) -> None:
@@ -129,7 +137,39 @@ class OpenSearchStore:
         return str(next(iter(found)))
 
     def ensure_schema(self, dimension: int) -> None:
-        """Create the indices, or check that the existing mapping fits; never changes one."""
+        """Create the indices, or check that the existing mapping fits; never changes one.
+
+        The one thing set on an existing index is the search-time segment concurrency
+        (``CODEASK_OPENSEARCH_CONCURRENT_SEGMENT_SEARCH``), a dynamic setting.
+        """
+        self._ensure_indices(dimension)
+        self._apply_concurrent_search()
+
+    def _apply_concurrent_search(self) -> None:
+        if self.concurrent_search == "cluster":
+            return
+        key = CONCURRENT_SEARCH_SETTING
+        indices = self.client.indices
+        found = self._call(
+            "read the index settings",
+            lambda: indices.get_settings(index=self.alias, name=key, flat_settings=True),
+        )
+        # Only indices that have the key are listed: none listed means it is not set.
+        have = {v["settings"].get(key) for v in found.values()}
+        if have == {self.concurrent_search}:
+            return
+        try:
+            indices.put_settings(index=self.alias, body={key: self.concurrent_search})
+        except os_errors.RequestError as exc:
+            raise ConfigError(
+                f"OpenSearch at {public_url(self.url)} refused {key}={self.concurrent_search} "
+                f"on {self.alias}: {exc.info}. Set CODEASK_OPENSEARCH_CONCURRENT_SEGMENT_SEARCH"
+                "=cluster to leave it to the cluster's own setting."
+            ) from exc
+        except os_errors.TransportError as exc:
+            raise translate(exc, self.url, f"set {key}") from exc
+
+    def _ensure_indices(self, dimension: int) -> None:
         indices = self.client.indices
         if not self._call(
             "look up the state index", lambda: indices.exists(index=self.state_index)

@@ -44,6 +44,12 @@ class IndexerSettings(BaseSettings):
     # graph on 1-byte vectors (a quarter of the vector memory; faster loads, see
     # docs/benchmarks.md). Fixed when the chunk index is created, like routing.
     opensearch_vector_encoding: Literal["float", "sq"] = "float"
+    # How the chunk index searches its segments: "all" runs every query over the segments
+    # in parallel (the k-NN half of a hybrid search took 40 ms p50 instead of 60 at 1M
+    # chunks on 2 cores, docs/benchmarks.md), "none" one after another, "auto" as the node
+    # decides; "cluster" leaves the index setting alone (for managed clusters that refuse
+    # it per index). Applied when codeask starts; changing it needs no migration.
+    opensearch_concurrent_segment_search: Literal["all", "auto", "none", "cluster"] = "all"
     opensearch_timeout: float = 30.0
     # codeask worker: how often an idle worker polls, how often a busy one renews its
     # lease, after how long a silent worker's job is taken over, and the retry backoff.

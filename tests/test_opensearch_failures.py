@@ -19,6 +19,7 @@ from indexer.embed_cache import SqliteEmbeddingCache
 from indexer.errors import ConfigError, StoreUnavailable
 from indexer.indexing import index_repository
 from indexer.models import SearchRequest
+from indexer.opensearch_mapping import CONCURRENT_SEARCH_SETTING
 from indexer.opensearch_migrate import migrate
 from indexer.opensearch_store import OpenSearchStore
 from indexer.sqlite_store import SqliteStore
@@ -324,6 +325,36 @@ def test_switching_to_quantized_vectors_is_refused_then_migrated(
             text="", repos=frozenset({"acme/web"}), embedding=tuple(vectors[i]), lists=("knn",)
         )
         assert direct.search(request)[0].chunk.id == expected.id
+
+
+def _concurrency(store: OpenSearchStore) -> str | None:
+    found = store.client.indices.get_settings(
+        index=store.alias, name=CONCURRENT_SEARCH_SETTING, flat_settings=True
+    )
+    values = [v["settings"].get(CONCURRENT_SEARCH_SETTING) for v in found.values()]
+    return values[0] if values else None
+
+
+@opensearch_test
+def test_segment_concurrency_is_set_on_new_and_existing_indices(direct: OpenSearchStore) -> None:
+    direct.ensure_schema(8)
+    assert _concurrency(direct) == "all"  # the default: segments searched in parallel
+    vectors = random_vectors(3, 8)
+    chunks = [chunk("acme/web", f"m{i}.py", 1, f"def f{i}(): ...", f"f{i}") for i in range(3)]
+    direct.apply_changes("acme/web", [], chunks, vectors, state("acme/web"))
+    request = SearchRequest(
+        text="", repos=frozenset({"acme/web"}), embedding=tuple(vectors[1]), lists=("knn",)
+    )
+    assert direct.search(request)[0].chunk.id == chunks[1].id
+
+    direct.concurrent_search = "none"  # changed later: applied at the next start, no migration
+    direct.ensure_schema(8)
+    assert _concurrency(direct) == "none"
+    assert direct.search(request)[0].chunk.id == chunks[1].id
+
+    direct.concurrent_search = "cluster"  # left alone, for clusters that refuse it per index
+    direct.ensure_schema(8)
+    assert _concurrency(direct) == "none"
 
 
 class _WatchingEmbedder:
