@@ -135,7 +135,7 @@ EXTRA_CONFIGS = [
     Config("torch bf16, 128 + torch-bf16 query embedder", "torch-bf16", 128, 0, 16, "torch-bf16"),
     Config("torch bf16, 256 + onnx-int8 query embedder", "torch-bf16", 256, 0, 16, "onnx-int8"),
     Config("no rerank, torch-bf16 query embedder", "none", embed_backend="torch-bf16"),
-    # Rows 23-28: smaller cross-encoder shapes with the ONNX int8 query embedder.
+    # Rows 23-29: smaller cross-encoder shapes with the ONNX int8 query embedder.
     Config(
         "MiniLM-L4 shape, onnx int8, 256 + onnx-int8 query embedder",
         "onnx-int8",
@@ -189,6 +189,15 @@ EXTRA_CONFIGS = [
         8,
         "onnx-int8",
         "minilm-l4",
+    ),
+    Config(
+        "MiniLM-L2 shape, onnx int8, 128 + onnx-int8 query embedder",
+        "onnx-int8",
+        128,
+        2,
+        8,
+        "onnx-int8",
+        "minilm-l2",
     ),
 ]
 

@@ -41,11 +41,10 @@ def pair_text(chunk: Chunk, neighbours: Sequence[Chunk] = ()) -> str:
 def neighbours_of(chunk: Chunk, pool: Sequence[Chunk]) -> list[Chunk]:
     """Chunks of the same file version directly above or below ``chunk``."""
     found = []
+    place = (chunk.repo, chunk.path, chunk.commit)
     for other in pool:
-        if other.id == chunk.id or (other.repo, other.path, other.commit) != (
-            chunk.repo,
-            chunk.path,
-            chunk.commit,
+        if (other.repo, other.path, other.commit) != place or (
+            other.start_line == chunk.start_line and other.end_line == chunk.end_line
         ):
             continue
         above = 0 <= chunk.start_line - other.end_line <= NEIGHBOUR_GAP
@@ -55,13 +54,15 @@ def neighbours_of(chunk: Chunk, pool: Sequence[Chunk]) -> list[Chunk]:
     return found
 
 
-def pair_texts(chunks: Sequence[Chunk], token_count: Callable[[str], int]) -> list[str]:
+def pair_texts(
+    chunks: Sequence[Chunk], token_counts: Callable[[Sequence[str]], list[int]]
+) -> list[str]:
     """The text scored for each candidate; tiny ones borrow their neighbours' lines."""
-    texts = []
-    for chunk in chunks:
-        tiny = token_count(chunk.text) < TINY_TOKENS
-        texts.append(pair_text(chunk, neighbours_of(chunk, chunks) if tiny else ()))
-    return texts
+    counts = token_counts([c.text for c in chunks])
+    return [
+        pair_text(chunk, neighbours_of(chunk, chunks) if n < TINY_TOKENS else ())
+        for chunk, n in zip(chunks, counts, strict=True)
+    ]
 
 
 class CrossEncoderReranker:
@@ -101,10 +102,13 @@ class CrossEncoderReranker:
     def token_count(self, text: str) -> int:
         return len(self._model.tokenizer.tokenize(text))
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        return [self.token_count(t) for t in texts]
+
     def score(self, question: str, hits: Sequence[Hit]) -> list[float]:
         if not hits:
             return []
-        texts = pair_texts([h.chunk for h in hits], self.token_count)
+        texts = pair_texts([h.chunk for h in hits], self.token_counts)
         pairs = [(question, text) for text in texts]
         with self._lock:
             scores = self._model.predict(
@@ -184,6 +188,11 @@ class OnnxCrossEncoderReranker:
     def token_count(self, text: str) -> int:
         return len(self._counter.encode(text, add_special_tokens=False).ids)
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """``token_count`` of each text, tokenized in one parallel batch."""
+        batch = self._counter.encode_batch(list(texts), add_special_tokens=False)
+        return [len(e.ids) for e in batch]
+
     def encode(self, question: str, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each (question, text) pair, truncated to ``max_length``."""
         return [e.ids for e in self._tokenizer.encode_batch([(question, t) for t in texts])]
@@ -204,7 +213,7 @@ class OnnxCrossEncoderReranker:
     def score(self, question: str, hits: Sequence[Hit]) -> list[float]:
         if not hits:
             return []
-        texts = pair_texts([h.chunk for h in hits], self.token_count)
+        texts = pair_texts([h.chunk for h in hits], self.token_counts)
         encodings = self._tokenizer.encode_batch([(question, t) for t in texts])
         logits = np.empty(len(encodings), dtype=np.float32)
 

@@ -71,7 +71,7 @@ def _fine_tune(out: Path, pool: list[Chunk]) -> None:
     torch.manual_seed(0)
     model = CrossEncoder(str(get_model_path()), num_labels=1, max_length=256, device="cpu")
     # Train on exactly the texts the reranker will score.
-    texts = pair_texts(pool, lambda t: len(model.tokenizer.tokenize(t)))
+    texts = pair_texts(pool, lambda ts: [len(model.tokenizer.tokenize(t)) for t in ts])
     positives = [t for c, t in zip(pool, texts, strict=True) if c.symbol == TARGET]
     negatives = [t for c, t in zip(pool, texts, strict=True) if c.symbol != TARGET]
     questions = [QUESTION, "Where are durations like 5m parsed?", "convert 2h to seconds"]
@@ -152,10 +152,10 @@ def test_tiny_chunks_are_scored_with_their_neighbours_lines() -> None:
     below = _line_chunk(12, 20, "def retry():\n    pass")
     far = _line_chunk(40, 50, "def unrelated():\n    pass")
     other_file = _line_chunk(11, 11, "X = 1", path="other.py")
-    words = lambda text: len(text.split())  # noqa: E731
+    words = lambda texts: [len(t.split()) for t in texts]  # noqa: E731
     texts = pair_texts([tiny, above, below, far, other_file], words)
     assert texts[0] == "def send():\n    pass\nRETRIES = 3\ndef retry():\n    pass"
-    long_enough = pair_texts([tiny, above], lambda _: TINY_TOKENS)
+    long_enough = pair_texts([tiny, above], lambda ts: [TINY_TOKENS] * len(ts))
     assert long_enough[0] == "RETRIES = 3"
 
 
