@@ -90,6 +90,13 @@ class Result:
         return self.chunks / self.index_seconds if self.index_seconds else float("nan")
 
 
+def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Random unit vectors standing in for embeddings (embedding time is excluded)."""
+    vectors = rng.standard_normal((n, DIMENSION)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors
+
+
 def identifier(rng: np.random.Generator) -> str:
     parts = rng.choice(WORDS, size=int(rng.integers(1, 4)))
     if rng.random() < 0.5:
@@ -129,9 +136,7 @@ def synthetic_repo(
                 blob_sha=f"{file_no:08x}",
             )
         )
-    vectors = rng.standard_normal((n, DIMENSION)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    return chunks, vectors
+    return chunks, unit_vectors(rng, n)
 
 
 def code_windows(root: Path, seed: int) -> Iterator[tuple[str, int, int, str]]:
@@ -185,9 +190,7 @@ def code_repo(
                 blob_sha=f"{zlib.crc32(path.encode()):08x}",
             )
         )
-    vectors = rng.standard_normal((n, DIMENSION)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    return chunks, vectors
+    return chunks, unit_vectors(rng, n)
 
 
 def golden_questions() -> list[str]:
