@@ -60,7 +60,13 @@ LOCK_FILES = frozenset(
 _GENERATED_NAME = re.compile(
     r"(\.min\.(js|css)$|\.map$|_pb2\.py$|\.pb\.go$|\.generated\.|\.g\.dart$)"
 )
-_GENERATED_MARK = re.compile(rb"(@generated|DO NOT EDIT|Code generated .* DO NOT EDIT)")
+# A generator's banner is a comment line near the top that carries one of these marks
+# (Go's "Code generated" line, protoc's banner, a JSDoc tag); the marks in a string, a
+# regex or an ordinary line of code do not make a file generated.
+_GENERATED_MARK = re.compile(
+    rb"^[ \t]*(?:#|//|/\*|\*|--|<!--|;|\"\"\"|''')[^\n]*(?:@generated|DO NOT EDIT)",
+    re.MULTILINE,
+)
 
 
 @dataclass(frozen=True)
