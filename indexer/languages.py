@@ -80,6 +80,38 @@ def language_for(path: str) -> str | None:
     return EXTENSIONS.get(p.suffix.lower())
 
 
+# Interpreters a script without an extension names on its ``#!`` line (``bin/deploy``,
+# ``.ci/run``): ``#!/bin/bash``, ``#!/usr/bin/env python3``, ``#!/usr/bin/env -S node``.
+_SHEBANG = re.compile(rb"#![ \t]*(?:\S*/)?(?:env[ \t]+(?:-\S+[ \t]+)*)?([A-Za-z]+)")
+INTERPRETERS: dict[str, str] = {
+    "sh": "shell",
+    "bash": "shell",
+    "dash": "shell",
+    "zsh": "shell",
+    "ksh": "shell",
+    "python": "python",
+    "node": "javascript",
+    "nodejs": "javascript",
+    "deno": "typescript",
+    "ruby": "ruby",
+    "php": "php",
+}
+
+
+def needs_shebang(path: str) -> bool:
+    """Whether only the file's first line can tell its language (no extension, no
+    known name)."""
+    p = PurePosixPath(path)
+    return not p.suffix and p.name not in FILENAMES
+
+
+def shebang_language(data: bytes) -> str | None:
+    """The language a script's ``#!`` line names, or None (not a script, or an
+    interpreter we do not index)."""
+    m = _SHEBANG.match(data[:256])
+    return INTERPRETERS.get(m.group(1).decode().lower()) if m else None
+
+
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|spec|specs|testing)/|(^|/)test_[^/]*$|_test\.[a-z]+$|"
     r"\.(test|spec)\.[a-z]+$|(^|/)[^/]*Tests?\.(java|kt|cs|swift)$|_spec\.rb$"

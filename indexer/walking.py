@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pathspec
 
-from indexer.languages import language_for
+from indexer.languages import language_for, needs_shebang, shebang_language
 
 SKIP_DIRS = frozenset(
     {
@@ -175,7 +175,7 @@ def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFi
             yield Skipped(rel, "generated or minified")
             continue
         language = language_for(rel)
-        if language is None:
+        if language is None and not needs_shebang(rel):
             yield Skipped(rel, "unsupported file type")
             continue
         full = root / rel
@@ -205,6 +205,10 @@ def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFi
             continue
         if data and _looks_minified(data):
             yield Skipped(rel, "generated or minified")
+            continue
+        language = language or shebang_language(data)
+        if language is None:
+            yield Skipped(rel, "unsupported file type")
             continue
         yield SourceFile(rel, language, data, git_blob_sha(data))
 

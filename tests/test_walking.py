@@ -97,3 +97,20 @@ def test_only_a_generator_banner_comment_marks_a_file_generated(
     assert sorted(files) == ["tools/skip.py"]
     for path in ("gen/types.go", "gen/schema.py", "gen/api.ts"):
         assert skipped[path] == "generated or minified"
+
+
+def test_scripts_without_an_extension_are_indexed_by_their_shebang(
+    make_repo: Callable[[dict[str, str]], Path],
+) -> None:
+    root = make_repo(
+        {
+            ".ci/run": "#!/usr/bin/env bash\nset -euo pipefail\nmake test\n",
+            "bin/serve": "#!/usr/bin/python3.11\nprint('serving')\n",
+            "bin/report": "#!/usr/bin/perl\nprint 1;\n",
+            "LICENSE": "MIT License\n",
+        }
+    )
+    files, skipped = walk(root)
+    assert {p: f.language for p, f in files.items()} == {".ci/run": "shell", "bin/serve": "python"}
+    assert skipped["bin/report"] == "unsupported file type"
+    assert skipped["LICENSE"] == "unsupported file type"
