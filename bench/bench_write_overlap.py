@@ -7,7 +7,12 @@ streaming methods hidden, so every chunk is written after the last one is embedd
 Each run has its own empty embedding cache, so both embed everything.
 
 Run (with a node up, e.g. ``bash scripts/opensearch.sh start``):
-.venv/bin/python bench/bench_write_overlap.py [--backend torch-bf16] [--rounds 1]
+.venv/bin/python bench/bench_write_overlap.py [--backend torch-bf16] [--rounds 1] [--memory]
+
+``--memory`` measures what each mode holds instead of its time: every run reads one
+embedding cache filled beforehand (so no run embeds, and the model's own memory is left
+out), and ``tracemalloc`` records the peak of Python and NumPy allocations during
+``index_repository``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import os
 import statistics
 import sys
 import tempfile
+import tracemalloc
 import uuid
 from pathlib import Path
 from typing import Any
@@ -31,6 +37,7 @@ from indexer.embedding import load_embedder  # noqa: E402
 from indexer.indexing import index_repository  # noqa: E402
 from indexer.opensearch_store import OpenSearchStore  # noqa: E402
 from indexer.settings import IndexerSettings  # noqa: E402
+from indexer.sqlite_store import SqliteStore  # noqa: E402
 
 STREAMING = ("begin_changes", "write_chunks", "finish_changes")
 
@@ -47,18 +54,31 @@ class AtTheEnd:
         return getattr(self._store, name)
 
 
-def run(mode: str, repo: Path, work: Path, url: str, backend: str) -> float:
+def run(
+    mode: str, repo: Path, work: Path, url: str, backend: str, cache_path: Path | None = None
+) -> float:
+    """Seconds of one full index (or, with ``cache_path``, its peak traced MB)."""
     settings = IndexerSettings(
         store="opensearch", opensearch_url=url, opensearch_index=f"bench-{uuid.uuid4().hex[:8]}"
     )
     store = OpenSearchStore.from_settings(settings)
     try:
         embedder = load_embedder(settings.embed_model, backend=backend)
-        cache = SqliteEmbeddingCache(work / f"{mode}-{uuid.uuid4().hex[:6]}.db")
+        cache = SqliteEmbeddingCache(cache_path or work / f"{mode}-{uuid.uuid4().hex[:6]}.db")
         target: Any = store if mode == "overlapped" else AtTheEnd(store)
+        if cache_path is None:
+            report = index_repository(repo, "bench/repo", target, embedder, cache)
+            print(f"  {mode}: {report.seconds:.1f} s, {report.chunks} chunks", flush=True)
+            return report.seconds
+        tracemalloc.start()
         report = index_repository(repo, "bench/repo", target, embedder, cache)
-        print(f"  {mode}: {report.seconds:.1f} s, {report.chunks} chunks", flush=True)
-        return report.seconds
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        print(
+            f"  {mode}: peak {peak:.1f} MB, {report.chunks} chunks, {report.embedded} embedded",
+            flush=True,
+        )
+        return peak
     finally:
         store.drop()
         store.close()
@@ -69,6 +89,7 @@ def main() -> None:
     parser.add_argument("--backend", default="torch-bf16")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--opensearch-url", default="http://127.0.0.1:9200")
+    parser.add_argument("--memory", action="store_true", help="peak memory, not time")
     args = parser.parse_args()
     modes = ("overlapped", "at the end")
     seconds: dict[str, list[float]] = {m: [] for m in modes}
@@ -76,15 +97,29 @@ def main() -> None:
         work = Path(tmp)
         repo, lines = build_repo(work)
         load_embedder(IndexerSettings().embed_model, backend=args.backend).embed(["warm up"])
+        shared = work / "shared-cache.db" if args.memory else None
+        if shared is not None:  # fill the cache once, unmeasured
+            embedder = load_embedder(IndexerSettings().embed_model, backend=args.backend)
+            filler = SqliteStore(work / "fill.db")
+            index_repository(repo, "bench/repo", filler, embedder, SqliteEmbeddingCache(shared))
+            filler.close()
         for r in range(args.rounds):  # alternate which goes first
             for mode in modes if r % 2 == 0 else modes[::-1]:
-                seconds[mode].append(run(mode, repo, work, args.opensearch_url, args.backend))
+                seconds[mode].append(
+                    run(mode, repo, work, args.opensearch_url, args.backend, shared)
+                )
     base = statistics.median(seconds["at the end"])
-    print(f"\n{lines} lines, {args.backend} embedder, {args.rounds} round(s)\n")
-    print("| writes | full index (s, median) | vs at the end |\n| --- | --- | --- |")
+    if args.memory:
+        what, unit = "every vector from the embedding cache", "peak traced (MB"
+    else:
+        what, unit = f"{args.backend} embedder", "full index (s"
+    print(f"\n{lines} lines, {what}, {args.rounds} round(s)\n")
+    print(f"| writes | {unit}, median) | vs at the end |\n| --- | --- | --- |")
     for mode in modes:
         value = statistics.median(seconds[mode])
-        print(f"| {mode} | {value:.1f} | {base / value:.2f}x |")
+        # time: how much faster than at the end; memory: what share of it is held
+        ratio = value / base if args.memory else base / value
+        print(f"| {mode} | {value:.1f} | {ratio:.2f}x |")
 
 
 if __name__ == "__main__":

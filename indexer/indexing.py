@@ -122,7 +122,7 @@ def index_repository(
     run = streamer.begin_changes(repo) if streamer is not None else None
     writer = None if streamer is None else _GroupWriter(partial(streamer.write_chunks, run))
     try:
-        chunks, vectors, report.embedded, report.carried = _chunk_and_embed(
+        done = _chunk_and_embed(
             changed, repo, visibility, commit, embedder, cache, progress, moved_from, writer
         )
     except BaseException:
@@ -131,7 +131,7 @@ def index_repository(
         raise
     if writer is not None:
         writer.close()  # raises the first write error, if any
-    report.chunks = len(chunks)
+    report.chunks, report.embedded, report.carried = done.count, done.embedded, done.carried
     remove = deleted + [f.path for f in changed]
     if report.full:
         remove = sorted(set(remove) | set(indexed))
@@ -144,11 +144,31 @@ def index_repository(
         config_version=version,
     )
     if streamer is not None:
-        streamer.finish_changes(run, remove, sorted({c.path for c in chunks}), state)
+        streamer.finish_changes(run, remove, sorted(done.paths), state)
     else:
-        backend.apply_changes(repo, remove, chunks, vectors, state)
+        backend.apply_changes(repo, remove, done.chunks, done.vectors(embedder.dimension), state)
     report.seconds = time.perf_counter() - started
     return report
+
+
+@dataclass
+class _Embedded:
+    """What a run chunked and embedded. With a streaming store the chunks and vectors went
+    to the store group by group and are not kept: only their count and paths are (holding
+    them would cost the run memory in proportion to the repository, about 1.5 KB of
+    vector alone per chunk)."""
+
+    count: int = 0
+    embedded: int = 0
+    carried: int = 0
+    paths: set[str] = field(default_factory=set)
+    chunks: list[Chunk] = field(default_factory=list)
+    parts: list[np.ndarray] = field(default_factory=list)
+
+    def vectors(self, dimension: int) -> np.ndarray:
+        if not self.parts:
+            return np.zeros((0, dimension), dtype=np.float32)
+        return np.concatenate(self.parts).astype(np.float32, copy=False)
 
 
 def _chunk_and_embed(
@@ -161,10 +181,10 @@ def _chunk_and_embed(
     progress: ProgressFn | None,
     moved_from: Mapping[str, str] | None = None,
     writer: _GroupWriter | None = None,
-) -> tuple[list[Chunk], np.ndarray, int, int]:
-    """Chunks of ``files`` and their vectors, chunking in a thread while embedding runs;
-    returns (chunks, vectors, embedded, carried over from renamed files). Each embedded
-    group is handed to ``writer``, when given, as soon as it is ready.
+) -> _Embedded:
+    """Chunks of ``files`` and their vectors, chunking in a thread while embedding runs.
+    Each embedded group is handed to ``writer``, when given, as soon as it is ready, and
+    is then not kept; without a writer every chunk and vector is returned.
 
     Parsing is Python and tree-sitter work; embedding is model work that leaves the
     interpreter free (both embedders release the GIL), so the two overlap. Chunks arrive
@@ -213,9 +233,7 @@ def _chunk_and_embed(
 
     producer = threading.Thread(target=produce, name="chunker", daemon=True)
     producer.start()
-    chunks: list[Chunk] = []
-    parts: list[np.ndarray] = [np.zeros((0, embedder.dimension), dtype=np.float32)]
-    embedded = carried = 0
+    done = _Embedded()
     try:
         while (item := groups.get()) is not None:
             if isinstance(item, BaseException):
@@ -226,16 +244,19 @@ def _chunk_and_embed(
             vectors, computed = embed_with_cache(embedder, cache, texts)
             if writer is not None:
                 writer.put(group, vectors)
-            chunks.extend(group)
-            parts.append(vectors)
-            embedded += computed
-            carried += kept
+            else:
+                done.chunks.extend(group)
+                done.parts.append(vectors)
+            done.count += len(group)
+            done.paths.update(c.path for c in group)
+            done.embedded += computed
+            done.carried += kept
             if progress:
-                progress("embed", len(chunks), len(chunks))
+                progress("embed", done.count, done.count)
     finally:
         stop.set()
         producer.join()
-    return chunks, np.concatenate(parts).astype(np.float32, copy=False), embedded, carried
+    return done
 
 
 class _GroupWriter:

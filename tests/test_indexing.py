@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import gc
+import weakref
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from indexer.backend import StreamingWrites
 from indexer.embed_cache import SqliteEmbeddingCache
 from indexer.embedding import Embedder
 from indexer.indexing import index_repository
-from indexer.models import RepoState
+from indexer.models import Chunk, RepoState
 from indexer.search import Searcher
 from indexer.sqlite_store import SqliteStore
 from tests.conftest import git
@@ -285,3 +289,58 @@ def test_a_chunking_failure_stops_the_run_and_keeps_the_previous_state(
     report = index_repository(root, "acme/shop", store, embedder, cache)
     assert report.changed_files == 1
     assert store.repo_state("acme/shop").commit == git(root, "rev-parse", "HEAD")  # type: ignore[union-attr]
+
+
+class _StreamingSqlite(SqliteStore):
+    """A store that takes a run's chunks group by group (as OpenSearch does) and only
+    refers to the chunks it was handed weakly, so the test sees what the indexer keeps."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.handed: list[weakref.ref[Chunk]] = []
+
+    def begin_changes(self, repo: str) -> list[tuple[list[Chunk], np.ndarray]]:
+        return []
+
+    def write_chunks(
+        self,
+        run: list[tuple[list[Chunk], np.ndarray]],
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+    ) -> None:
+        self.handed.extend(weakref.ref(c) for c in chunks)
+        run.append(([dataclasses.replace(c) for c in chunks], vectors.copy()))
+
+    def finish_changes(
+        self,
+        run: list[tuple[list[Chunk], np.ndarray]],
+        remove_paths: Sequence[str],
+        written_paths: Sequence[str],
+        state: RepoState,
+    ) -> None:
+        gc.collect()
+        self.alive_at_finish = sum(ref() is not None for ref in self.handed)
+        chunks = [c for group, _ in run for c in group]
+        assert sorted(written_paths) == sorted({c.path for c in chunks})
+        vectors = np.concatenate([v for _, v in run])
+        self.apply_changes(state.repo, remove_paths, chunks, vectors, state)
+
+
+def test_a_streaming_store_gets_every_group_and_the_run_keeps_none_of_them(
+    make_repo: Callable[[dict[str, str]], Path],
+    tmp_path: Path,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 2)
+    store = _StreamingSqlite(tmp_path / "streamed.db")
+    assert isinstance(store, StreamingWrites)
+    report = index_repository(make_repo(SHOP), "acme/shop", store, embedder, cache)
+    assert report.chunks == len(store.handed) > 4
+    # Chunks and vectors went to the store as they were embedded; a run over a large
+    # repository must not also hold all of them until the end.
+    assert store.alive_at_finish == 0
+    assert sorted(store.file_blobs("acme/shop")) == sorted(SHOP)
+    found = Searcher(store, embedder).search("token bucket refill rate", frozenset({"acme/shop"}))
+    assert found and found[0].chunk.path == "shop/limits.py"
