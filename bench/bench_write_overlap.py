@@ -9,10 +9,9 @@ Each run has its own empty embedding cache, so both embed everything.
 Run (with a node up, e.g. ``bash scripts/opensearch.sh start``):
 .venv/bin/python bench/bench_write_overlap.py [--backend torch-bf16] [--rounds 1] [--memory]
 
-``--memory`` measures what each mode holds instead of its time: every run reads one
-embedding cache filled beforehand (so no run embeds, and the model's own memory is left
-out), and ``tracemalloc`` records the peak of Python and NumPy allocations during
-``index_repository``.
+``--memory`` measures what each mode holds instead of its time: ``tracemalloc`` records
+the peak of Python and NumPy allocations during ``index_repository`` (the model's own
+buffers are allocated by PyTorch or ONNX Runtime and are not traced).
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ from indexer.embedding import load_embedder  # noqa: E402
 from indexer.indexing import index_repository  # noqa: E402
 from indexer.opensearch_store import OpenSearchStore  # noqa: E402
 from indexer.settings import IndexerSettings  # noqa: E402
-from indexer.sqlite_store import SqliteStore  # noqa: E402
 
 STREAMING = ("begin_changes", "write_chunks", "finish_changes")
 
@@ -54,30 +52,25 @@ class AtTheEnd:
         return getattr(self._store, name)
 
 
-def run(
-    mode: str, repo: Path, work: Path, url: str, backend: str, cache_path: Path | None = None
-) -> float:
-    """Seconds of one full index (or, with ``cache_path``, its peak traced MB)."""
+def run(mode: str, repo: Path, work: Path, url: str, backend: str, memory: bool = False) -> float:
+    """Seconds of one full index or, with ``memory``, its peak traced MB."""
     settings = IndexerSettings(
         store="opensearch", opensearch_url=url, opensearch_index=f"bench-{uuid.uuid4().hex[:8]}"
     )
     store = OpenSearchStore.from_settings(settings)
     try:
         embedder = load_embedder(settings.embed_model, backend=backend)
-        cache = SqliteEmbeddingCache(cache_path or work / f"{mode}-{uuid.uuid4().hex[:6]}.db")
+        cache = SqliteEmbeddingCache(work / f"{mode}-{uuid.uuid4().hex[:6]}.db")
         target: Any = store if mode == "overlapped" else AtTheEnd(store)
-        if cache_path is None:
-            report = index_repository(repo, "bench/repo", target, embedder, cache)
+        if memory:
+            tracemalloc.start()
+        report = index_repository(repo, "bench/repo", target, embedder, cache)
+        if not memory:
             print(f"  {mode}: {report.seconds:.1f} s, {report.chunks} chunks", flush=True)
             return report.seconds
-        tracemalloc.start()
-        report = index_repository(repo, "bench/repo", target, embedder, cache)
         peak = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
-        print(
-            f"  {mode}: peak {peak:.1f} MB, {report.chunks} chunks, {report.embedded} embedded",
-            flush=True,
-        )
+        print(f"  {mode}: peak {peak:.1f} MB, {report.chunks} chunks", flush=True)
         return peak
     finally:
         store.drop()
@@ -97,23 +90,14 @@ def main() -> None:
         work = Path(tmp)
         repo, lines = build_repo(work)
         load_embedder(IndexerSettings().embed_model, backend=args.backend).embed(["warm up"])
-        shared = work / "shared-cache.db" if args.memory else None
-        if shared is not None:  # fill the cache once, unmeasured
-            embedder = load_embedder(IndexerSettings().embed_model, backend=args.backend)
-            filler = SqliteStore(work / "fill.db")
-            index_repository(repo, "bench/repo", filler, embedder, SqliteEmbeddingCache(shared))
-            filler.close()
         for r in range(args.rounds):  # alternate which goes first
             for mode in modes if r % 2 == 0 else modes[::-1]:
                 seconds[mode].append(
-                    run(mode, repo, work, args.opensearch_url, args.backend, shared)
+                    run(mode, repo, work, args.opensearch_url, args.backend, args.memory)
                 )
     base = statistics.median(seconds["at the end"])
-    if args.memory:
-        what, unit = "every vector from the embedding cache", "peak traced (MB"
-    else:
-        what, unit = f"{args.backend} embedder", "full index (s"
-    print(f"\n{lines} lines, {what}, {args.rounds} round(s)\n")
+    unit = "peak traced (MB" if args.memory else "full index (s"
+    print(f"\n{lines} lines, {args.backend} embedder, {args.rounds} round(s)\n")
     print(f"| writes | {unit}, median) | vs at the end |\n| --- | --- | --- |")
     for mode in modes:
         value = statistics.median(seconds[mode])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -25,11 +26,13 @@ from indexer.embedding import (
 from indexer.errors import IndexingError
 from indexer.gitrepo import head_commit
 from indexer.models import VISIBILITIES, Chunk, RepoState
-from indexer.walking import Skipped, SourceFile, walk_repository
+from indexer.walking import Skipped, SourceFile, git_blob_sha, walk_repository
 
 ProgressFn = Callable[[str, int, int], None]  # (stage, done, total)
 # Chunks handed from the chunking thread to the embedder at a time.
 EMBED_GROUP = 256
+# Groups the chunking thread may have ready before the embedder takes them.
+CHUNKED_AHEAD = 2
 
 
 @dataclass
@@ -102,7 +105,9 @@ def index_repository(
         if isinstance(item, Skipped):
             report.skipped.append(item)
         elif selected(item.path):
-            files.append(item)
+            # The bytes are read again when the file is chunked: held from the walk until
+            # then, every file of a full index would be in memory at once.
+            files.append(SourceFile(item.path, item.language, b"", item.blob_sha))
     report.files = len(files)
     current = {f.path for f in files}
     changed = [f for f in files if report.full or indexed.get(f.path) != f.blob_sha]
@@ -123,7 +128,7 @@ def index_repository(
     writer = None if streamer is None else _GroupWriter(partial(streamer.write_chunks, run))
     try:
         done = _chunk_and_embed(
-            changed, repo, visibility, commit, embedder, cache, progress, moved_from, writer
+            root, changed, repo, visibility, commit, embedder, cache, progress, moved_from, writer
         )
     except BaseException:
         if writer is not None:
@@ -132,6 +137,7 @@ def index_repository(
     if writer is not None:
         writer.close()  # raises the first write error, if any
     report.chunks, report.embedded, report.carried = done.count, done.embedded, done.carried
+    report.skipped.extend(done.unreadable)
     remove = deleted + [f.path for f in changed]
     if report.full:
         remove = sorted(set(remove) | set(indexed))
@@ -162,16 +168,23 @@ class _Embedded:
     embedded: int = 0
     carried: int = 0
     paths: set[str] = field(default_factory=set)
+    unreadable: list[Skipped] = field(default_factory=list)  # gone since the walk
     chunks: list[Chunk] = field(default_factory=list)
     parts: list[np.ndarray] = field(default_factory=list)
 
     def vectors(self, dimension: int) -> np.ndarray:
+        """Every vector in one array; the groups are joined in place, so they are not
+        held twice."""
         if not self.parts:
             return np.zeros((0, dimension), dtype=np.float32)
-        return np.concatenate(self.parts).astype(np.float32, copy=False)
+        if len(self.parts) > 1:
+            self.parts = [np.concatenate(self.parts)]
+        self.parts[0] = self.parts[0].astype(np.float32, copy=False)
+        return self.parts[0]
 
 
 def _chunk_and_embed(
+    root: Path,
     files: Sequence[SourceFile],
     repo: str,
     visibility: str,
@@ -186,6 +199,10 @@ def _chunk_and_embed(
     Each embedded group is handed to ``writer``, when given, as soon as it is ready, and
     is then not kept; without a writer every chunk and vector is returned.
 
+    Each file's bytes are read from ``root`` here, not kept from the walk; a file
+    changed since the walk is chunked as it is now (with its new blob sha), and one that
+    can no longer be read is reported as skipped.
+
     Parsing is Python and tree-sitter work; embedding is model work that leaves the
     interpreter free (both embedders release the GIL), so the two overlap. Chunks arrive
     in groups of ``EMBED_GROUP``; each group is sorted by length inside the embedder.
@@ -193,9 +210,21 @@ def _chunk_and_embed(
     at the old path are used when every chunk has one.
     """
     Group = tuple[list[Chunk], list[str], int, int]  # chunks, texts, carried, files done
-    groups: queue.Queue[Group | BaseException | None] = queue.Queue()
+    # Chunking is faster than embedding: unbounded, the queue would end up holding most of
+    # the repository's chunks and texts at once. The chunker waits instead.
+    groups: queue.Queue[Group | BaseException | None] = queue.Queue(CHUNKED_AHEAD)
     stop = threading.Event()
     moved = moved_from or {}
+
+    def hand_over(item: Group | BaseException | None) -> bool:
+        """Queue ``item`` for the embedder; False when the run stopped meanwhile."""
+        while not stop.is_set():
+            try:
+                groups.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def chunks_of(f: SourceFile, path: str) -> list[Chunk]:
         return chunk_file(
@@ -208,32 +237,51 @@ def _chunk_and_embed(
             blob_sha=f.blob_sha,
         )
 
+    base = root.resolve()
+
+    def load(f: SourceFile) -> SourceFile | None:
+        full = base / f.path
+        try:
+            # Replaced by a symlink since the walk: never read through it (O_NOFOLLOW),
+            # nor through a folder that now leads out of the repository.
+            if not full.resolve().is_relative_to(base):
+                raise OSError(f"{f.path} now leads out of the repository")
+            fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            done.unreadable.append(Skipped(f.path, f"unreadable: {exc.strerror or exc}"))
+            return None
+        return SourceFile(f.path, f.language, data, git_blob_sha(data))
+
     def produce() -> None:
         group: list[Chunk] = []
         texts: list[str] = []
         kept = 0
         try:
-            for i, f in enumerate(files, start=1):
+            for i, listed in enumerate(files, start=1):
                 if stop.is_set():
                     return
-                new = chunks_of(f, f.path)
+                f = load(listed)
+                new = chunks_of(f, f.path) if f is not None else []
                 own = [embedding_text(c) for c in new]
-                if f.path in moved:
+                if f is not None and f.path in moved:
                     before = _texts_for(new, chunks_of(f, moved[f.path]), embedder, cache)
                     kept += len(new) if before is not None else 0
                     own = before or own
                 group.extend(new)
                 texts.extend(own)
                 if len(group) >= EMBED_GROUP or i == len(files):
-                    groups.put((group, texts, kept, i))
+                    if not hand_over((group, texts, kept, i)):
+                        return
                     group, texts, kept = [], [], 0
-            groups.put(None)
+            hand_over(None)
         except BaseException as exc:  # handed to the caller's thread, raised there
-            groups.put(exc)
+            hand_over(exc)
 
+    done = _Embedded()
     producer = threading.Thread(target=produce, name="chunker", daemon=True)
     producer.start()
-    done = _Embedded()
     try:
         while (item := groups.get()) is not None:
             if isinstance(item, BaseException):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import os
+import threading
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -344,3 +347,109 @@ def test_a_streaming_store_gets_every_group_and_the_run_keeps_none_of_them(
     assert sorted(store.file_blobs("acme/shop")) == sorted(SHOP)
     found = Searcher(store, embedder).search("token bucket refill rate", frozenset({"acme/shop"}))
     assert found and found[0].chunk.path == "shop/limits.py"
+
+
+class _SlowEmbedder:
+    """The real embedder, slowed down (as on a big repository, embedding is the slow
+    stage), counting how far chunking has run ahead each time a group arrives."""
+
+    def __init__(self, inner: Embedder, chunked: list[int], fail_at: int = 0) -> None:
+        self._inner, self._chunked, self._fail_at = inner, chunked, fail_at
+        self.calls = 0
+        self.ahead: list[int] = []
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        if self.calls == self._fail_at:
+            raise RuntimeError("model server went away")
+        time.sleep(0.05)
+        self.ahead.append(self._chunked[0] - self.calls)
+        return self._inner.embed(texts)
+
+
+def _many_files(n: int) -> dict[str, str]:
+    return {
+        f"pkg/mod{i:02d}.py": f"def handler_{i}(event):\n    return event + {i}\n" for i in range(n)
+    }
+
+
+def test_chunking_waits_for_a_slow_embedder_instead_of_queueing_the_repository(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from indexer import indexing
+
+    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 1)  # one file, one group
+    chunked = [0]
+    real = indexing.chunk_file
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        chunked[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("indexer.indexing.chunk_file", counting)
+    slow = _SlowEmbedder(embedder, chunked)
+    report = index_repository(make_repo(_many_files(30)), "acme/many", store, slow, cache)
+    assert report.chunks == 30 and slow.calls == 30
+    # At most the queued groups plus the one waiting to be queued are ever ahead of the
+    # embedder; unbounded, chunking would finish the repository while two were embedded.
+    assert max(slow.ahead) <= indexing.CHUNKED_AHEAD + 1
+
+
+def test_an_embedding_failure_stops_the_run_while_chunking_waits(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 1)
+    failing = _SlowEmbedder(embedder, [0], fail_at=3)
+    with pytest.raises(RuntimeError, match="model server went away"):
+        index_repository(make_repo(_many_files(30)), "acme/many", store, failing, cache)
+    assert store.repo_state("acme/many") is None
+    assert not [t for t in threading.enumerate() if t.name == "chunker"]
+
+
+def test_files_changed_into_symlinks_or_deleted_after_the_walk_are_not_read(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Bytes are read when a file is chunked, after the walk; a checkout that changes in
+    # between must not lead the indexer out of the repository.
+    root = make_repo(SHOP)
+    secret = tmp_path / "outside.py"
+    secret.write_text("PRODUCTION_DATABASE_PASSWORD = 'hunter2'\n")
+    from indexer import indexing
+
+    real = indexing.walk_repository
+
+    def racing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        yield from real(*args, **kwargs)
+        (root / "shop" / "cart.py").unlink()
+        os.symlink(secret, root / "shop" / "cart.py")
+        (root / "shop" / "mail.py").unlink()
+
+    monkeypatch.setattr("indexer.indexing.walk_repository", racing)
+    report = index_repository(root, "acme/shop", store, embedder, cache)
+    skipped = {s.path: s.reason for s in report.skipped}
+    assert skipped["shop/cart.py"].startswith("unreadable")
+    assert skipped["shop/mail.py"].startswith("unreadable")
+    assert sorted(store.file_blobs("acme/shop")) == ["README.md", "shop/limits.py"]
+    hits = Searcher(store, embedder).search("database password", frozenset({"acme/shop"}))
+    assert all("hunter2" not in h.chunk.text for h in hits)
