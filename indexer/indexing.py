@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import stat
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +27,13 @@ from indexer.embedding import (
 from indexer.errors import IndexingError
 from indexer.gitrepo import head_commit
 from indexer.models import VISIBILITIES, Chunk, RepoState
-from indexer.walking import Skipped, SourceFile, git_blob_sha, walk_repository
+from indexer.walking import (
+    Skipped,
+    SourceFile,
+    content_skip_reason,
+    git_blob_sha,
+    walk_repository,
+)
 
 ProgressFn = Callable[[str, int, int], None]  # (stage, done, total)
 # Chunks handed from the chunking thread to the embedder at a time.
@@ -128,7 +135,17 @@ def index_repository(
     writer = None if streamer is None else _GroupWriter(partial(streamer.write_chunks, run))
     try:
         done = _chunk_and_embed(
-            root, changed, repo, visibility, commit, embedder, cache, progress, moved_from, writer
+            root,
+            changed,
+            repo,
+            visibility,
+            commit,
+            embedder,
+            cache,
+            progress,
+            moved_from,
+            writer,
+            max_file_bytes,
         )
     except BaseException:
         if writer is not None:
@@ -137,7 +154,7 @@ def index_repository(
     if writer is not None:
         writer.close()  # raises the first write error, if any
     report.chunks, report.embedded, report.carried = done.count, done.embedded, done.carried
-    report.skipped.extend(done.unreadable)
+    report.skipped.extend(done.skipped)
     remove = deleted + [f.path for f in changed]
     if report.full:
         remove = sorted(set(remove) | set(indexed))
@@ -168,7 +185,7 @@ class _Embedded:
     embedded: int = 0
     carried: int = 0
     paths: set[str] = field(default_factory=set)
-    unreadable: list[Skipped] = field(default_factory=list)  # gone since the walk
+    skipped: list[Skipped] = field(default_factory=list)  # changed or gone since the walk
     chunks: list[Chunk] = field(default_factory=list)
     parts: list[np.ndarray] = field(default_factory=list)
 
@@ -194,14 +211,16 @@ def _chunk_and_embed(
     progress: ProgressFn | None,
     moved_from: Mapping[str, str] | None = None,
     writer: _GroupWriter | None = None,
+    max_file_bytes: int = 1_000_000,
 ) -> _Embedded:
     """Chunks of ``files`` and their vectors, chunking in a thread while embedding runs.
     Each embedded group is handed to ``writer``, when given, as soon as it is ready, and
     is then not kept; without a writer every chunk and vector is returned.
 
     Each file's bytes are read from ``root`` here, not kept from the walk; a file
-    changed since the walk is chunked as it is now (with its new blob sha), and one that
-    can no longer be read is reported as skipped.
+    changed since the walk is chunked as it is now (with its new blob sha), unless it is
+    now too large, binary or generated; those and files that can no longer be read are
+    reported as skipped.
 
     Parsing is Python and tree-sitter work; embedding is model work that leaves the
     interpreter free (both embedders release the GIL), so the two overlap. Chunks arrive
@@ -241,16 +260,28 @@ def _chunk_and_embed(
 
     def load(f: SourceFile) -> SourceFile | None:
         full = base / f.path
+        data = b""
         try:
             # Replaced by a symlink since the walk: never read through it (O_NOFOLLOW),
             # nor through a folder that now leads out of the repository.
             if not full.resolve().is_relative_to(base):
                 raise OSError(f"{f.path} now leads out of the repository")
-            fd = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as handle:
-                data = handle.read()
+            # O_NONBLOCK: a named pipe put in the file's place must not hang the run.
+            flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+            with os.fdopen(os.open(full, flags), "rb") as handle:
+                # The walk's checks again: the file may have changed since.
+                info = os.fstat(handle.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    reason: str | None = "not a regular file"
+                elif info.st_size > max_file_bytes:
+                    reason = f"larger than {max_file_bytes} bytes"
+                else:
+                    data = handle.read()
+                    reason = content_skip_reason(data)
         except OSError as exc:
-            done.unreadable.append(Skipped(f.path, f"unreadable: {exc.strerror or exc}"))
+            reason = f"unreadable: {exc.strerror or exc}"
+        if reason is not None:
+            done.skipped.append(Skipped(f.path, reason))
             return None
         return SourceFile(f.path, f.language, data, git_blob_sha(data))
 

@@ -197,20 +197,24 @@ def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFi
         except OSError as exc:
             yield Skipped(rel, f"unreadable: {exc.strerror or exc}")
             continue
-        if b"\0" in data[:8192]:
-            yield Skipped(rel, "binary")
-            continue
-        if _GENERATED_MARK.search(data[:2048]):
-            yield Skipped(rel, "generated or minified")
-            continue
-        if data and _looks_minified(data):
-            yield Skipped(rel, "generated or minified")
+        reason = content_skip_reason(data)
+        if reason is not None:
+            yield Skipped(rel, reason)
             continue
         language = language or shebang_language(data)
         if language is None:
             yield Skipped(rel, "unsupported file type")
             continue
         yield SourceFile(rel, language, data, git_blob_sha(data))
+
+
+def content_skip_reason(data: bytes) -> str | None:
+    """Why a file's bytes are not worth indexing (binary, generated, minified), or None."""
+    if b"\0" in data[:8192]:
+        return "binary"
+    if _GENERATED_MARK.search(data[:2048]) or (data and _looks_minified(data)):
+        return "generated or minified"
+    return None
 
 
 def _looks_minified(data: bytes) -> bool:

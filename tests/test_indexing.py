@@ -422,7 +422,7 @@ def test_an_embedding_failure_stops_the_run_while_chunking_waits(
     assert not [t for t in threading.enumerate() if t.name == "chunker"]
 
 
-def test_files_changed_into_symlinks_or_deleted_after_the_walk_are_not_read(
+def test_files_that_change_after_the_walk_are_checked_again_when_read(
     make_repo: Callable[[dict[str, str]], Path],
     store: SqliteStore,
     cache: SqliteEmbeddingCache,
@@ -432,7 +432,7 @@ def test_files_changed_into_symlinks_or_deleted_after_the_walk_are_not_read(
 ) -> None:
     # Bytes are read when a file is chunked, after the walk; a checkout that changes in
     # between must not lead the indexer out of the repository.
-    root = make_repo(SHOP)
+    root = make_repo({**SHOP, "shop/pipe.py": "x = 1\n", "shop/grown.py": "y = 2\n"})
     secret = tmp_path / "outside.py"
     secret.write_text("PRODUCTION_DATABASE_PASSWORD = 'hunter2'\n")
     from indexer import indexing
@@ -444,12 +444,19 @@ def test_files_changed_into_symlinks_or_deleted_after_the_walk_are_not_read(
         (root / "shop" / "cart.py").unlink()
         os.symlink(secret, root / "shop" / "cart.py")
         (root / "shop" / "mail.py").unlink()
+        (root / "shop" / "pipe.py").unlink()
+        os.mkfifo(root / "shop" / "pipe.py")  # opening it for reading would block
+        (root / "shop" / "grown.py").write_text("y = 2\n" * 5000)
+        (root / "README.md").write_bytes(b"\x00\x01 now a binary blob")
 
     monkeypatch.setattr("indexer.indexing.walk_repository", racing)
-    report = index_repository(root, "acme/shop", store, embedder, cache)
+    report = index_repository(root, "acme/shop", store, embedder, cache, max_file_bytes=10_000)
     skipped = {s.path: s.reason for s in report.skipped}
     assert skipped["shop/cart.py"].startswith("unreadable")
     assert skipped["shop/mail.py"].startswith("unreadable")
-    assert sorted(store.file_blobs("acme/shop")) == ["README.md", "shop/limits.py"]
+    assert skipped["shop/pipe.py"] == "not a regular file"
+    assert skipped["shop/grown.py"] == "larger than 10000 bytes"
+    assert skipped["README.md"] == "binary"
+    assert sorted(store.file_blobs("acme/shop")) == ["shop/limits.py"]
     hits = Searcher(store, embedder).search("database password", frozenset({"acme/shop"}))
     assert all("hunter2" not in h.chunk.text for h in hits)
