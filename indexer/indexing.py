@@ -28,6 +28,7 @@ from indexer.errors import IndexingError
 from indexer.gitrepo import head_commit
 from indexer.models import VISIBILITIES, Chunk, RepoState
 from indexer.walking import (
+    EMPTY_BLOB_SHA,
     Skipped,
     SourceFile,
     content_skip_reason,
@@ -117,7 +118,14 @@ def index_repository(
             files.append(SourceFile(item.path, item.language, b"", item.blob_sha))
     report.files = len(files)
     current = {f.path for f in files}
-    changed = [f for f in files if report.full or indexed.get(f.path) != f.blob_sha]
+    # An empty file holds no chunks, so the store has no record of it: without this rule
+    # every empty file (an `__init__.py`) would be read and counted as changed on every run.
+    changed = [
+        f
+        for f in files
+        if (report.full or indexed.get(f.path) != f.blob_sha)
+        and not (f.blob_sha == EMPTY_BLOB_SHA and f.path not in indexed)
+    ]
     deleted = [p for p in indexed if p not in current]
     report.changed_files, report.deleted_files = len(changed), len(deleted)
     # A renamed file (same blob at a path that disappeared) keeps the vectors computed for

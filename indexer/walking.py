@@ -85,6 +85,10 @@ class Skipped:
     reason: str
 
 
+# git's id of the empty blob: ``git hash-object /dev/null``.
+EMPTY_BLOB_SHA = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+
+
 def git_blob_sha(data: bytes) -> str:
     """The sha git would give these bytes as a blob (so unchanged files keep their id)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()

@@ -98,6 +98,32 @@ def test_search_finds_identifier_and_concept(
     assert searcher.search("TokenBucket", frozenset({"other/repo"}), k=3) == []
 
 
+def test_empty_files_are_not_reread_as_changed_on_every_run(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+) -> None:
+    files = {**SHOP, "shop/__init__.py": "", "tests/__init__.py": ""}
+    root = make_repo(files)
+    first = index_repository(root, "acme/shop", store, embedder, cache)
+    assert first.files == len(files)
+    assert first.changed_files == len(SHOP)  # the two empty files hold nothing to index
+
+    again = index_repository(root, "acme/shop", store, embedder, cache)
+    assert (again.changed_files, again.deleted_files, again.embedded) == (0, 0, 0)
+
+    # A file that had chunks and is emptied is a change: its old chunks must go.
+    (root / "shop/mail.py").write_text("")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "empty mail")
+    emptied = index_repository(root, "acme/shop", store, embedder, cache)
+    assert emptied.changed_files == 1
+    assert "shop/mail.py" not in store.file_blobs("acme/shop")
+    # ... and it stays quiet once empty.
+    assert index_repository(root, "acme/shop", store, embedder, cache).changed_files == 0
+
+
 def test_incremental_reindex_add_modify_rename_delete(
     make_repo: Callable[[dict[str, str]], Path],
     store: SqliteStore,
