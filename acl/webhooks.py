@@ -43,6 +43,8 @@ def verify_signature(secret: str, headers: Mapping[str, str], body: bytes) -> No
     if not secret:
         raise ConfigError("CODEASK_GITHUB_WEBHOOK_SECRET is not set; webhooks are refused.")
     given = _header(headers, "X-Hub-Signature-256")
+    if not given.isascii():  # raw header bytes arrive surrogate-escaped and cannot be encoded
+        raise AccessDenied("The webhook signature does not match; the request was ignored.")
     expected = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     if not hmac.compare_digest(given.encode(), expected.encode()):
         raise AccessDenied("The webhook signature does not match; the request was ignored.")

@@ -61,8 +61,10 @@ class TeamsEndpoint:
             return web.json_response({"error": "expected application/json"}, status=415)
         try:
             body = await request.json()
-            activity = Activity().deserialize(body)
+            activity = Activity().deserialize(body) if isinstance(body, dict) else None
         except ValueError:
+            activity = None
+        if activity is None:
             return web.json_response({"error": "body is not an Activity"}, status=400)
         if not activity.type:
             return web.json_response({"error": "the activity has no type"}, status=400)

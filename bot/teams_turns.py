@@ -99,10 +99,17 @@ def message_text(activity: Activity) -> str:
 
 
 def place_of(activity: Activity) -> Place:
-    """``dm`` for a personal chat; otherwise the team channel or the group chat's id."""
+    """``dm`` for a personal chat; otherwise the team channel or the group chat's id.
+
+    Only a conversation that says it is personal, and not a group, is a DM: one with no
+    type (other Bot Framework channels) counts as shared, so it never gets the asker's
+    private access.
+    """
     conversation = activity.conversation
-    kind = (conversation.conversation_type or "personal") if conversation else "personal"
-    if kind == "personal":
+    if conversation is None:
+        return Place("channel", "")
+    kind = conversation.conversation_type or ""
+    if kind == "personal" and not conversation.is_group:
         return Place("dm")
     data = activity.channel_data if isinstance(activity.channel_data, dict) else {}
     channel = data.get("channel") if isinstance(data.get("channel"), dict) else None

@@ -138,9 +138,15 @@ async def test_forged_or_missing_signatures_are_refused(
         forged = await http.post("/github/webhook", content=body, headers=headers)
         del headers["X-Hub-Signature-256"]
         unsigned = await http.post("/github/webhook", content=body, headers=headers)
+        # Bytes that are not ASCII in the signature header: refused, not a server error.
+        raw = await http.post(
+            "/github/webhook",
+            content=body,
+            headers={**headers, "X-Hub-Signature-256": b"sha256=\xff\xfe"},
+        )
         health = await http.get("/healthz")
         ready = await http.get("/readyz")
-    assert forged.status_code == 401 and unsigned.status_code == 401
+    assert forged.status_code == 401 and unsigned.status_code == 401 and raw.status_code == 401
     assert jobs.pending(services.engine) == []
     assert health.status_code == 200
     assert ready.status_code == 200 and ready.json()["database"] == "ok"

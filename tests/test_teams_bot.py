@@ -362,6 +362,36 @@ async def test_group_chat_withholds_private_code_and_says_so(teams: Teams, llm: 
     assert all("rotate_signing_key" not in json.dumps(r) for r in llm.requests)
 
 
+async def test_conversation_without_a_type_is_treated_as_shared_not_as_a_dm(
+    teams: Teams, llm: FakeLLM
+) -> None:
+    # Other Bot Framework channels may leave conversationType out; a group conversation
+    # like that must not get the asker's private access.
+    llm.script(Reply("It is not in the shared code [1]."))
+    activity = teams.activity(VAULT_Q, ALICE, "groupChat")
+    del activity["conversation"]["conversationType"]
+    await teams.post(activity)
+    messages = teams.connector.messages(activity["conversation"]["id"])
+    assert len(messages) == 1
+    text = _card_text(messages[0])
+    assert "acme/vault" not in text and "rotate_signing_key" not in text
+    assert all("rotate_signing_key" not in json.dumps(r) for r in llm.requests)
+
+
+async def test_bodies_that_are_not_an_activity_get_400_before_authentication(
+    teams: Teams,
+) -> None:
+    async with aiohttp.ClientSession() as session:
+        for body in ("null", "[]", '"text"', "42", "{not json"):
+            response = await session.post(
+                teams.server.make_url("/api/messages"),
+                data=body,
+                headers={"Content-Type": "application/json"},
+            )
+            assert response.status == 400, body
+    assert teams.connector.sent() == []
+
+
 async def test_question_the_code_cannot_answer_says_not_found(teams: Teams, llm: FakeLLM) -> None:
     llm.script(Reply("should never be sent [1]"))
     activity = teams.activity(
