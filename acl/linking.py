@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import httpx
@@ -17,12 +18,27 @@ from indexer.errors import AccessDenied, ConfigError, InvalidInput, UpstreamUnav
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class PendingConfirmation:
+    """A finished GitHub sign-in that links nobody until the chat user sends ``code``."""
+
+    platform: str
+    chat_user_id: str
+    github_login: str
+    code: str
+
+
 class OAuthLinker:
-    """Issues one-time authorize URLs and turns the callback's ``code`` into an identity link.
+    """Issues one-time authorize URLs and turns a GitHub sign-in into an identity link.
 
     The ``state`` in the URL is random, single-use, expires, and is bound to the chat user
-    who asked, so a link cannot be replayed or completed on someone else's behalf. Only
-    the numeric GitHub user id is trusted; the user's OAuth token is used once and dropped.
+    who asked, so a link URL cannot be replayed. A URL can still be forwarded, and whoever
+    opens it signs in with *their* GitHub account (without even a consent page if they
+    approved the app before), so the callback links nobody: it shows a one-time code, and
+    only the chat user who asked can confirm it (``link confirm CODE``). Someone tricked
+    into opening another user's link URL therefore grants nothing unless they also hand
+    over the code. Only the numeric GitHub user id is trusted; the user's OAuth token is
+    used once and dropped.
     """
 
     def __init__(
@@ -52,16 +68,30 @@ class OAuthLinker:
             f"{self.settings.github_web_url.rstrip('/')}/login/oauth/authorize?{urlencode(query)}"
         )
 
-    def complete(self, state: str, code: str) -> IdentityLink:
-        """Finish the OAuth callback: consume ``state``, exchange ``code``, store the link."""
+    def complete(self, state: str, code: str) -> PendingConfirmation:
+        """Finish the OAuth callback: consume ``state``, exchange ``code``, and hold the
+        sign-in until the chat user confirms it with the returned code."""
         owner = self.store.consume_link_state(state)
         if owner is None:
             raise AccessDenied("This link request is unknown or has expired; ask for a new one.")
         if not code:
             raise InvalidInput("GitHub did not return an authorization code.")
         user = self._exchange(code)
-        link = self.store.link(owner[0], owner[1], user.id, user.login)
-        log.info("linked %s:%s to GitHub user #%d", owner[0], owner[1], user.id)
+        confirm = self.store.create_pending_link(
+            owner[0], owner[1], user.id, user.login, self.settings.link_state_ttl_seconds
+        )
+        log.info("sign-in of GitHub user #%d for %s:%s awaits confirmation", user.id, *owner)
+        return PendingConfirmation(owner[0], owner[1], user.login, confirm)
+
+    def confirm(self, principal: Principal, code: str) -> IdentityLink:
+        """Link ``principal`` to the GitHub account of the sign-in that ``code`` names."""
+        found = self.store.consume_pending_link(principal.platform, principal.user_id, code)
+        if found is None:
+            raise AccessDenied(
+                "That confirmation code is wrong, expired or not yours; send `link` to start again."
+            )
+        link = self.store.link(principal.platform, principal.user_id, found[0], found[1])
+        log.info("linked %s:%s to GitHub user #%d", principal.platform, principal.user_id, found[0])
         return link
 
     def _exchange(self, code: str) -> GitHubUser:

@@ -21,6 +21,25 @@ class IdentityLink(SQLModel, table=True):
     linked_at: float
 
 
+class PendingLink(SQLModel, table=True):
+    """A GitHub sign-in that finished in a browser, waiting for the chat user to confirm it.
+
+    The browser that finishes the OAuth flow is not proven to belong to the chat user who
+    asked (a link URL can be forwarded), so the link only takes effect when that chat user
+    sends back the code the callback page showed. Only a hash of the code is stored.
+    """
+
+    __tablename__ = "acl_pending_links"
+
+    code_hash: str = Field(primary_key=True)
+    platform: str
+    chat_user_id: str
+    github_user_id: int = Field(sa_column=Column(BigInteger, nullable=False))
+    github_login: str
+    expires_at: float
+    failed_attempts: int = 0
+
+
 class LinkState(SQLModel, table=True):
     """A one-time OAuth ``state``, bound to the chat user who asked to link, until it expires."""
 

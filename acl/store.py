@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import secrets
 import time
@@ -19,6 +20,7 @@ from acl.models import (
     ChannelGrant,
     IdentityLink,
     LinkState,
+    PendingLink,
     PermissionCache,
     RepoOverride,
 )
@@ -39,6 +41,17 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
+
+
+# Confirmation codes: no 0/O, 1/I/L, so a code read off a page is typed back right.
+CONFIRM_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+CONFIRM_LENGTH = 8
+CONFIRM_ATTEMPTS = 3
+
+
+def _code_hash(code: str) -> str:
+    normal = "".join(ch for ch in code.upper() if ch.isalnum())
+    return hashlib.sha256(normal.encode()).hexdigest()
 
 
 class AclStore:
@@ -153,6 +166,80 @@ class AclStore:
             if row.expires_at < self.clock():
                 return None
             return row.platform, row.chat_user_id
+
+    # --- links waiting for the chat user's confirmation ---------------------------------
+
+    def create_pending_link(
+        self,
+        platform: str,
+        chat_user_id: str,
+        github_user_id: int,
+        github_login: str,
+        ttl_seconds: float,
+    ) -> str:
+        """A one-time confirmation code for this sign-in (only its hash is stored).
+
+        A newer sign-in replaces an older pending one of the same chat user.
+        """
+        code = "".join(secrets.choice(CONFIRM_ALPHABET) for _ in range(CONFIRM_LENGTH))
+        now = self.clock()
+        with Session(self.engine) as s:
+            s.exec(delete(PendingLink).where(col(PendingLink.expires_at) < now))
+            s.exec(
+                delete(PendingLink).where(
+                    col(PendingLink.platform) == platform,
+                    col(PendingLink.chat_user_id) == chat_user_id,
+                )
+            )
+            s.add(
+                PendingLink(
+                    code_hash=_code_hash(code),
+                    platform=platform,
+                    chat_user_id=chat_user_id,
+                    github_user_id=github_user_id,
+                    github_login=github_login,
+                    expires_at=now + ttl_seconds,
+                )
+            )
+            s.commit()
+        return f"{code[:4]}-{code[4:]}"
+
+    def consume_pending_link(
+        self, platform: str, chat_user_id: str, code: str
+    ) -> tuple[int, str] | None:
+        """(GitHub id, login) of the sign-in ``code`` confirms for this chat user, once.
+
+        None when the code is unknown, expired, or was issued to another chat user. Each
+        miss counts against the chat user's pending sign-in, which is dropped after
+        ``CONFIRM_ATTEMPTS`` misses, so the code cannot be guessed.
+        """
+        now = self.clock()
+        with Session(self.engine) as s:
+            row = s.get(PendingLink, _code_hash(code))
+            if (
+                row is not None
+                and row.platform == platform
+                and row.chat_user_id == chat_user_id
+                and row.expires_at >= now
+            ):
+                s.delete(row)
+                s.commit()
+                return row.github_user_id, row.github_login
+            if row is not None and (row.platform, row.chat_user_id) != (platform, chat_user_id):
+                # Someone else holds this user's code: the sign-in is compromised.
+                s.delete(row)
+            for mine in s.exec(
+                select(PendingLink).where(
+                    PendingLink.platform == platform, PendingLink.chat_user_id == chat_user_id
+                )
+            ):
+                mine.failed_attempts += 1
+                if mine.failed_attempts >= CONFIRM_ATTEMPTS or mine.expires_at < now:
+                    s.delete(mine)
+                else:
+                    s.add(mine)
+            s.commit()
+            return None
 
     # --- channel grants -------------------------------------------------------------
 

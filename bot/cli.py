@@ -297,7 +297,11 @@ def link(
     finally:
         context.close()
     out.print(url, markup=False)
-    err.print(f"Send this to the user; it expires in {context.settings.link_state_ttl_seconds} s.")
+    err.print(
+        f"Send this to the user; it expires in {context.settings.link_state_ttl_seconds} s. "
+        "After signing in they finish by sending the bot `link confirm CODE` from that chat "
+        "account."
+    )
 
 
 @app.command()

@@ -37,6 +37,7 @@ Commands:
   help                                   this list
   whoami                                 your GitHub link and role
   link                                   link your GitHub account (to read private repos)
+  link confirm CODE                      finish it with the code the sign-in page showed
   unlink                                 remove that link
 Admin commands:
   repo add owner/name [--branch B] [--include GLOB]... [--exclude GLOB]...
@@ -116,6 +117,8 @@ class CommandContext:
     git_token: Callable[[], str]
     admins: frozenset[str]  # "slack:T1:U1", "teams:<id>", "cli:*"
     link_url: Callable[[Invoker], str] | None = None  # OAuth start URL
+    # Confirms a finished GitHub sign-in with the code its page showed; the GitHub login.
+    link_confirm: Callable[[Invoker, str], str] | None = None
 
 
 def parse_admins(*values: str | list[str]) -> frozenset[str]:
@@ -153,9 +156,11 @@ class Commands:
     def _dispatch(self, invoker: Invoker, words: list[str]) -> CommandResult:
         head, args = words[0].lower(), words[1:]
         sub = args[0].lower() if args else ""
-        user_commands = {"whoami": self.whoami, "link": self.link, "unlink": self.unlink}
+        user_commands = {"whoami": self.whoami, "unlink": self.unlink}
         if head in user_commands:
             return user_commands[head](invoker)
+        if head == "link":
+            return self.link(invoker, args)
         admin_commands: dict[tuple[str, str], Callable[[Invoker, list[str]], CommandResult]] = {
             ("repo", "add"): self.repo_add,
             ("repo", "list"): self.repo_list,
@@ -324,12 +329,27 @@ class Commands:
             [f"You are {invoker.qualified_id} ({role}), linked to GitHub @{link.github_login}."]
         )
 
-    def link(self, invoker: Invoker) -> CommandResult:
-        if self.ctx.link_url is None:
+    def link(self, invoker: Invoker, args: list[str]) -> CommandResult:
+        if self.ctx.link_url is None or self.ctx.link_confirm is None:
             raise ConfigError("Linking is not configured on this codeask server.")
+        if args and args[0].lower() == "confirm":
+            code = "".join(args[1:])
+            if not code:
+                raise InvalidInput(
+                    "Usage: `link confirm CODE`, with the code the sign-in page showed."
+                )
+            login = self.ctx.link_confirm(invoker, code)
+            self.ctx.registry.audit(invoker.qualified_id, "link", f"github:{login}")
+            return CommandResult([f"Linked to GitHub @{login}."])
+        if args:
+            raise InvalidInput("Usage: `link`, then `link confirm CODE`.")
         url = self.ctx.link_url(invoker)
         return CommandResult(
-            [f"Open this link to connect your GitHub account (it works once): {url}"]
+            [
+                f"Open this link to sign in to GitHub (it works once): {url}",
+                "The page then shows a code: send it back here as `link confirm CODE` to "
+                "finish. Never send a code that someone else's link gave you.",
+            ]
         )
 
     def unlink(self, invoker: Invoker) -> CommandResult:

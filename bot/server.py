@@ -148,7 +148,7 @@ async def github_webhook(request: web.Request) -> web.Response:
 
 async def github_oauth_callback(request: web.Request) -> web.Response:
     """Finish ``codeask link``: GitHub redirects here with the one-time state and a code."""
-    from acl.linking import OAuthLinker
+    from acl.linking import OAuthLinker, PendingConfirmation
 
     services = request.app[SERVICES]
     state = request.query.get("state", "")
@@ -156,22 +156,36 @@ async def github_oauth_callback(request: web.Request) -> web.Response:
     if not state or not code:
         return _page(400, "This link is incomplete. Ask the bot for a new one with `link`.")
 
-    def complete() -> str:
-        link = OAuthLinker(services.acl, services.acl_store).complete(state, code)
-        return link.github_login
+    def complete() -> PendingConfirmation:
+        return OAuthLinker(services.acl, services.acl_store).complete(state, code)
 
     try:
-        login = await asyncio.to_thread(complete)
+        pending = await asyncio.to_thread(complete)
     except AccessDenied:
         return _page(400, "This link has expired or was already used. Ask the bot for a new one.")
     except CodeaskError as exc:
         log.error("oauth callback failed: %s", exc)
         return _page(503, "GitHub could not confirm your account right now; try again shortly.")
-    return _page(200, f"Linked to GitHub account {login}. You can close this page.")
+    platform = {"slack": "Slack", "teams": "Microsoft Teams"}.get(
+        pending.platform, pending.platform
+    )
+    return _page(
+        200,
+        f"You signed in to GitHub as {pending.github_login}. Nothing is linked yet.",
+        f"If you asked codeask for this link yourself, send it this message in {platform} "
+        "to finish:",
+        f"link confirm {pending.code}",
+        f"This link was requested by {platform} user {pending.chat_user_id}. If that is not "
+        "you, close this page and do not share the code: whoever sends it would read code "
+        f"with your GitHub access. The code expires in {int(services.acl.link_state_ttl_seconds // 60)} "
+        "minutes.",
+    )
 
 
-def _page(status: int, message: str) -> web.Response:
-    body = f"<!doctype html><title>codeask</title><p>{html.escape(message)}</p>"
+def _page(status: int, *paragraphs: str) -> web.Response:
+    body = "<!doctype html><title>codeask</title>" + "".join(
+        f"<p>{html.escape(p)}</p>" for p in paragraphs
+    )
     return web.Response(status=status, text=body, content_type="text/html")
 
 

@@ -97,6 +97,7 @@ class Services:
             git_token=self.git_token,
             admins=parse_admins(self.bot.admins),
             link_url=self._link_url if self.acl.github_oauth_client_id else None,
+            link_confirm=self._link_confirm if self.acl.github_oauth_client_id else None,
         )
 
     def commands(self) -> Commands:
@@ -110,6 +111,13 @@ class Services:
 
         linker = OAuthLinker(self.acl, self.acl_store)
         return linker.start(Principal(invoker.platform, invoker.user_id))
+
+    def _link_confirm(self, invoker: Invoker, code: str) -> str:
+        from acl.linking import OAuthLinker
+        from acl.permissions import Principal
+
+        linker = OAuthLinker(self.acl, self.acl_store)
+        return linker.confirm(Principal(invoker.platform, invoker.user_id), code).github_login
 
     def close(self) -> None:
         for name in ("store", "acl_store", "github"):

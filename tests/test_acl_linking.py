@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -54,13 +55,24 @@ def state_of(url: str) -> str:
     return parse_qs(urlsplit(url).query)["state"][0]
 
 
-def test_link_binds_the_chat_user_to_the_numeric_github_id(
+ALICE = Principal("slack", "T1:UALICE")
+MALLORY = Principal("slack", "T1:UMALLORY")
+
+
+def test_link_binds_the_chat_user_to_the_numeric_github_id_once_confirmed(
     linker: OAuthLinker, server: FakeGitHubServer
 ) -> None:
-    url = linker.start(Principal("slack", "T1:UALICE"))
+    url = linker.start(ALICE)
     assert url.startswith(f"{server.url}/login/oauth/authorize?client_id=client-id")
     server.fake.oauth_codes["code-1"] = "alice"
-    link = linker.complete(state_of(url), "code-1")
+    pending = linker.complete(state_of(url), "code-1")
+    assert (pending.platform, pending.chat_user_id, pending.github_login) == (
+        "slack",
+        "T1:UALICE",
+        "alice",
+    )
+    assert linker.store.identity("slack", "T1:UALICE") is None  # not before confirmation
+    link = linker.confirm(ALICE, pending.code.lower().replace("-", " "))  # as typed back
     assert (link.platform, link.chat_user_id, link.github_user_id, link.github_login) == (
         "slack",
         "T1:UALICE",
@@ -68,15 +80,61 @@ def test_link_binds_the_chat_user_to_the_numeric_github_id(
         "alice",
     )
     assert linker.store.identity("slack", "T1:UALICE") is not None
+    with pytest.raises(AccessDenied, match="wrong, expired or not yours"):
+        linker.confirm(ALICE, pending.code)  # single use
+
+
+def test_a_forwarded_link_url_grants_nothing_to_the_user_who_asked(
+    linker: OAuthLinker, server: FakeGitHubServer
+) -> None:
+    """Mallory asks for a link and gets Alice to open it: Alice's browser signs in as Alice,
+    but without the code from Alice's page Mallory cannot finish, and guessing is capped."""
+    url = linker.start(MALLORY)
+    server.fake.oauth_codes["code-1"] = "alice"
+    pending = linker.complete(state_of(url), "code-1")  # in Alice's browser
+    assert pending.chat_user_id == "T1:UMALLORY" and pending.github_login == "alice"
+    for guess in ("AAAA-AAAA", "BBBB-BBBB", "CCCC-CCCC"):
+        with pytest.raises(AccessDenied):
+            linker.confirm(MALLORY, guess)
+    # Three misses drop the pending sign-in: even the right code is now refused.
+    with pytest.raises(AccessDenied):
+        linker.confirm(MALLORY, pending.code)
+    assert linker.store.identity("slack", "T1:UMALLORY") is None
+
+
+def test_a_code_sent_by_another_chat_user_links_nobody(
+    linker: OAuthLinker, server: FakeGitHubServer
+) -> None:
+    url = linker.start(ALICE)
+    server.fake.oauth_codes["code-1"] = "alice"
+    pending = linker.complete(state_of(url), "code-1")
+    with pytest.raises(AccessDenied):
+        linker.confirm(MALLORY, pending.code)
+    # The code leaked, so it is void for its owner too.
+    with pytest.raises(AccessDenied):
+        linker.confirm(ALICE, pending.code)
+    assert linker.store.identity("slack", "T1:UMALLORY") is None
+    assert linker.store.identity("slack", "T1:UALICE") is None
+
+
+def test_confirmation_expires(linker: OAuthLinker, server: FakeGitHubServer, clock: Clock) -> None:
+    url = linker.start(ALICE)
+    server.fake.oauth_codes["code-1"] = "alice"
+    pending = linker.complete(state_of(url), "code-1")
+    clock.now += 601
+    with pytest.raises(AccessDenied):
+        linker.confirm(ALICE, pending.code)
+    assert linker.store.identity("slack", "T1:UALICE") is None
 
 
 def test_state_is_single_use(linker: OAuthLinker, server: FakeGitHubServer) -> None:
-    state = state_of(linker.start(Principal("slack", "T1:UALICE")))
+    state = state_of(linker.start(ALICE))
     server.fake.oauth_codes["code-1"] = "alice"
-    linker.complete(state, "code-1")
+    pending = linker.complete(state, "code-1")
     server.fake.oauth_codes["code-2"] = "mallory"
     with pytest.raises(AccessDenied, match="expired"):
         linker.complete(state, "code-2")
+    linker.confirm(ALICE, pending.code)
     assert linker.store.identity("slack", "T1:UALICE").github_login == "alice"  # type: ignore[union-attr]
 
 
@@ -113,6 +171,7 @@ async def test_oauth_callback_route_links_the_user_over_http(
     import aiohttp
     from aiohttp.test_utils import TestServer
 
+    from bot.commands import Invoker
     from bot.server import create_app
     from bot.services import Services
     from bot.settings import BotSettings
@@ -137,12 +196,23 @@ async def test_oauth_callback_route_links_the_user_over_http(
             params={"state": state_of(url), "code": "code-9"},
         )
         assert ok.status == 200
-        assert "Linked to GitHub account alice" in await ok.text()
+        page = await ok.text()
+        assert "signed in to GitHub as alice. Nothing is linked yet" in page
+        assert "requested by Microsoft Teams user aad-1" in page
+        code = re.search(r"link confirm ([A-Z0-9]{4}-[A-Z0-9]{4})", page)
+        assert code is not None
+        assert services.acl_store.identity("teams", "aad-1") is None
         replay = await session.get(
             http.make_url("/github/oauth/callback"),
             params={"state": state_of(url), "code": "code-9"},
         )
         assert replay.status == 400
         assert "expired or was already used" in await replay.text()
+    # The chat user finishes it with the code, through the same command every chat runs.
+    commands = services.commands()
+    result = commands.run(Invoker("teams", "aad-1"), f"link confirm {code.group(1)}")
+    assert result.lines == ["Linked to GitHub @alice."]
     link = services.acl_store.identity("teams", "aad-1")
     assert link is not None and link.github_login == "alice"
+    again = commands.run(Invoker("teams", "aad-1"), f"link confirm {code.group(1)}")
+    assert "wrong, expired or not yours" in again.lines[0]
