@@ -80,19 +80,26 @@ def _user_id(obj: Any) -> int | None:
     return None
 
 
-def handle_acl_webhook(event: str, payload: Mapping[str, Any], store: AclStore) -> WebhookResult:
+def handle_acl_webhook(
+    event: str,
+    payload: Mapping[str, Any],
+    store: AclStore,
+    registered_as: str | None = None,
+) -> WebhookResult:
     """Apply an already verified delivery: clear the cached permissions it may have changed.
 
     When the exact scope is unclear the whole cache is cleared: a few extra GitHub calls
-    are cheaper than an answer from a repository someone just lost.
+    are cheaper than an answer from a repository someone just lost. ``registered_as`` is
+    the name the index knows the payload's repository by (found by its GitHub id), when
+    that differs from GitHub's current name, e.g. after an organization was renamed.
     """
     action = str(payload.get("action") or "")
     result = WebhookResult(event, action)
     repo = _repo_name(payload)
+    names = [n for n in dict.fromkeys([repo, registered_as]) if n]
 
     if event == "member":  # a collaborator added, removed or changed on one repository
-        if repo:
-            result.repos.append(repo)
+        result.repos.extend(names)
         user = _user_id(payload.get("member"))
         if user is not None:
             result.users.append(user)
@@ -110,12 +117,12 @@ def handle_acl_webhook(event: str, payload: Mapping[str, Any], store: AclStore) 
         else:
             result.users.append(user)
     elif event in ("team_add", "team"):
-        if repo:
-            result.repos.append(repo)
+        if names:
+            result.repos.extend(names)
         else:
             result.everything = True
     elif event == "repository" and repo:
-        _repository_event(action, repo, payload, store, result)
+        _repository_event(action, repo, names, payload, store, result)
     elif event in ("installation", "installation_repositories", "github_app_authorization"):
         result.everything = True
 
@@ -138,28 +145,54 @@ def handle_acl_webhook(event: str, payload: Mapping[str, Any], store: AclStore) 
 
 
 def _repository_event(
-    action: str, repo: str, payload: Mapping[str, Any], store: AclStore, result: WebhookResult
+    action: str,
+    repo: str,
+    names: list[str],
+    payload: Mapping[str, Any],
+    store: AclStore,
+    result: WebhookResult,
 ) -> None:
+    """``repo`` is GitHub's current name; ``names`` adds the name the index uses for it."""
     if action in ("privatized", "publicized"):
-        store.set_repo_override(repo, "private" if action == "privatized" else "public", action)
-        result.repos.append(repo)
-    elif action in ("deleted", "transferred"):
-        # The name may soon point at a different repository: nobody reads it until re-indexed.
-        store.set_repo_override(repo, "gone", action)
-        result.repos.append(repo)
-    elif action == "renamed":
-        changes = payload.get("changes")
-        old = None
-        if isinstance(changes, dict):
-            old_name = ((changes.get("repository") or {}).get("name") or {}).get("from")
-            if isinstance(old_name, str):
-                old = f"{repo.split('/', 1)[0]}/{old_name}"
-        if old:
-            store.set_repo_override(old, "gone", "renamed")
+        for name in names:
+            store.set_repo_override(name, "private" if action == "privatized" else "public", action)
+        result.repos.extend(names)
+    elif action == "deleted":
+        # The name may soon point at a different repository: nobody reads it until re-added.
+        for name in names:
+            store.set_repo_override(name, "gone", action)
+        result.repos.extend(names)
+    elif action in ("renamed", "transferred"):
+        # The payload names the repository as it is now; the old name is what may soon
+        # point at a different repository, so that one is gone. The new name now means
+        # this repository: a "gone" left on it by an earlier move or deletion is cleared.
+        old = _previous_name(action, repo, payload)
+        if old and old != repo:
+            store.set_repo_override(old, "gone", action)
             result.repos.append(old)
-        result.repos.append(repo)
+        elif not old:
+            result.everything = True  # the old name is unknown: drop every cached answer
+        for name in names:
+            if name != old and store.repo_overrides().get(name) == "gone":
+                store.clear_repo_override(name)
+        result.repos.extend(n for n in names if n != old)
     elif action in ("edited", "created", "archived", "unarchived"):
         visibility = (payload.get("repository") or {}).get("visibility")
         if action == "edited" and isinstance(visibility, str):
-            store.set_repo_override(repo, visibility, action)
-        result.repos.append(repo)
+            for name in names:
+                store.set_repo_override(name, visibility, action)
+        result.repos.extend(names)
+
+
+def _previous_name(action: str, repo: str, payload: Mapping[str, Any]) -> str | None:
+    """The repository's name before a rename (same owner) or a transfer (old owner)."""
+    changes = payload.get("changes")
+    if not isinstance(changes, dict):
+        return None
+    owner, _, name = repo.partition("/")
+    if action == "renamed":
+        old_name = ((changes.get("repository") or {}).get("name") or {}).get("from")
+        return f"{owner}/{old_name}" if isinstance(old_name, str) and old_name else None
+    src = (changes.get("owner") or {}).get("from") or {}
+    login = (src.get("user") or src.get("organization") or {}).get("login")
+    return f"{login}/{name}" if isinstance(login, str) and login else None

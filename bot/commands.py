@@ -104,6 +104,8 @@ class AccessStore(Protocol):
 
     def unlink(self, platform: str, chat_user_id: str) -> bool: ...
 
+    def set_repo_override(self, repo: str, visibility: str, reason: str = "") -> None: ...
+
 
 @dataclass
 class CommandContext:
@@ -209,6 +211,10 @@ class Commands:
         if "--exclude" in opts.multi or not existed:
             repo.exclude_globs = "\n".join(opts.multi.get("--exclude", []))
         registry.save(repo)
+        # GitHub just said what this name is: that replaces a "gone" left by a deletion or a
+        # move of an earlier repository of the same name. Until the index has caught up,
+        # the stricter of this and the indexed visibility applies.
+        self.ctx.access().set_repo_override(repo.full_name, info.visibility, "repo add")
         jobs.enqueue(registry.engine, repo.full_name, KIND_INDEX, reason="register")
         registry.audit(invoker.qualified_id, "repo.add", repo.full_name, f"branch={branch}")
         verb = "Updated" if existed else "Registered"

@@ -195,8 +195,24 @@ def _acl_webhook(services: Services, event: str, payload: dict[str, Any]) -> str
         from acl.webhooks import handle_acl_webhook
     except ImportError:  # access control without webhook support: nothing cached to drop
         return "unsupported"
-    handle_acl_webhook(event, payload, services.acl_store)
+    handle_acl_webhook(event, payload, services.acl_store, _registered_name(services, payload))
     return "applied"
+
+
+def _registered_name(services: Services, payload: dict[str, Any]) -> str | None:
+    """The name the index uses for the payload's repository, found by its GitHub id (it can
+    differ from GitHub's current name, e.g. after an organization rename)."""
+    from sqlmodel import Session, select
+
+    from indexer.registry import Repo
+
+    repository = payload.get("repository")
+    gid = repository.get("id") if isinstance(repository, dict) else None
+    if not isinstance(gid, int):
+        return None
+    with Session(services.engine) as s:
+        repo = s.exec(select(Repo).where(Repo.github_id == gid)).first()
+    return repo.full_name if repo is not None else None
 
 
 def _error(status: int, message: str) -> web.Response:

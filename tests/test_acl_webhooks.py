@@ -89,7 +89,11 @@ def test_malformed_body_is_invalid_input(store: AclStore) -> None:
         ("installation", {"action": "suspend"}, {}),
         (
             "repository",
-            {"action": "transferred", "repository": {"full_name": "acme/api"}},
+            {
+                "action": "transferred",
+                "changes": {"owner": {"from": {"user": {"login": "someone"}}}},
+                "repository": {"full_name": "acme/api"},
+            },
             {"acme/web": False},
         ),
     ],
@@ -110,6 +114,54 @@ def test_renamed_repository_makes_the_old_name_unreadable(store: AclStore) -> No
     result = handle_acl_webhook("repository", payload, store)
     assert result.repos == ["acme/old-api", "acme/api"]
     assert store.repo_overrides() == {"acme/old-api": "gone"}
+
+
+def test_transferred_repository_makes_the_old_owners_name_unreadable_not_the_new(
+    store: AclStore,
+) -> None:
+    payload = {
+        "action": "transferred",
+        "changes": {"owner": {"from": {"organization": {"login": "acme"}}}},
+        "repository": {"full_name": "newco/api"},
+    }
+    result = handle_acl_webhook("repository", payload, store)
+    assert result.repos == ["acme/api", "newco/api"]
+    assert store.repo_overrides() == {"acme/api": "gone"}
+    assert store.cached_permissions(2, 300) == {"acme/web": False}  # old name's answer dropped
+
+
+def test_moving_a_repository_back_clears_the_gone_mark_on_its_name(store: AclStore) -> None:
+    def renamed(old: str, new: str) -> dict[str, object]:
+        return {
+            "action": "renamed",
+            "changes": {"repository": {"name": {"from": old}}},
+            "repository": {"full_name": f"acme/{new}"},
+        }
+
+    handle_acl_webhook("repository", renamed("api", "api-v2"), store)
+    assert store.repo_overrides() == {"acme/api": "gone"}
+    handle_acl_webhook("repository", renamed("api-v2", "api"), store)
+    assert store.repo_overrides() == {"acme/api-v2": "gone"}  # acme/api is this repo again
+
+
+def test_a_transfer_without_the_old_owner_drops_every_cached_answer(store: AclStore) -> None:
+    result = handle_acl_webhook(
+        "repository", {"action": "transferred", "repository": {"full_name": "newco/api"}}, store
+    )
+    assert result.everything
+    assert store.cached_permissions(1, 300) == {} and store.cached_permissions(2, 300) == {}
+
+
+def test_events_also_apply_to_the_name_the_index_uses(store: AclStore) -> None:
+    """After an organization rename GitHub names the repo differently from the index."""
+    payload = {"action": "privatized", "repository": {"id": 7, "full_name": "newco/web"}}
+    result = handle_acl_webhook("repository", payload, store, registered_as="acme/web")
+    assert result.repos == ["newco/web", "acme/web"]
+    assert store.repo_overrides() == {"newco/web": "private", "acme/web": "private"}
+    member = {"action": "removed", "member": {"id": 2}, "repository": {"full_name": "newco/web"}}
+    store.put_permissions(1, {"acme/web": True})
+    handle_acl_webhook("member", member, store, registered_as="acme/web")
+    assert "acme/web" not in store.cached_permissions(1, 300)
 
 
 def test_unrelated_events_change_nothing(store: AclStore) -> None:

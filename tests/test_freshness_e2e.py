@@ -191,6 +191,20 @@ async def test_rename_and_privatize_update_the_registry(
     make_worker(services, embedder).run_one()
     make_worker(services, embedder).run_one()
     assert services.store.repo_state(REPO) is None
+    assert services.acl_store.repo_overrides()[REPO] == "gone"
+
+    # The organization is renamed (GitHub sends no event per repository), then the repo is
+    # made private: the index still knows it as acme/billing, found by its GitHub id.
+    privatized = {
+        "action": "privatized",
+        "repository": {"id": repo_id, "full_name": "acme-inc/billing", "visibility": "private"},
+    }
+    body, headers = signed("repository", privatized)
+    async with httpx.AsyncClient(base_url=server) as http:
+        response = await http.post("/github/webhook", content=body, headers=headers)
+    assert response.status_code == 200, response.text
+    overrides = services.acl_store.repo_overrides()
+    assert overrides["acme/billing"] == "private" and overrides["acme-inc/billing"] == "private"
 
 
 def test_registering_validates_against_github(world: GitHubWorld, services: Services) -> None:

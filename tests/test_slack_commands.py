@@ -62,6 +62,8 @@ async def test_admin_repo_add_queues_indexes_and_becomes_askable(
 ) -> None:
     world.github.add_repo(NEW_REPO, "public")
     commit_repo(tmp_path / "remotes" / NEW_REPO, NEW_FILES)
+    # An earlier repository of that name was deleted on GitHub: its name was marked gone.
+    world.services.acl_store.set_repo_override(NEW_REPO, "gone", "deleted")
     reply = await _command(world, f"repo add {NEW_REPO}", user="U0ADMIN")
     assert f"Registered {NEW_REPO} (public, branch main); indexing is queued." in reply.args["text"]
     assert reply.args["response_type"] == "ephemeral"
