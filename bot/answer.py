@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from indexer.models import Chunk, Hit
 
@@ -23,9 +24,10 @@ class Source:
         c = self.chunk
         if not c.commit or c.repo.startswith("local/"):
             return f"{c.path}#L{c.start_line}-L{c.end_line}"
+        # A path may hold characters that mean something in a URL ("#", "?", "%", spaces).
         return (
-            f"{web_base.rstrip('/')}/{c.repo}/blob/{c.commit}/{c.path}"
-            f"#L{c.start_line}-L{c.end_line}"
+            f"{web_base.rstrip('/')}/{quote(c.repo, safe='/')}/blob/{c.commit}/"
+            f"{quote(c.path, safe='/')}#L{c.start_line}-L{c.end_line}"
         )
 
     @property

@@ -96,6 +96,13 @@ def index(
     )
     for reason, count in report.skipped_by_reason().items():
         err.print(f"  skipped {count:>5}  {reason}")
+    if report.uncommitted:
+        shown = ", ".join(report.uncommitted[:3]) + (" …" if len(report.uncommitted) > 3 else "")
+        err.print(
+            f"  {len(report.uncommitted)} files differ from {report.commit[:12]} (uncommitted: "
+            f"{shown}); citations of them name the path, not lines of the commit",
+            markup=False,
+        )
 
 
 AS_GITHUB_HELP = "Preview as this GitHub user would see it (same policy as the chat bot)"

@@ -54,7 +54,7 @@ def print_sources(answer: Answer, console: Console, web_base: str) -> None:
     for s in answer.sources:
         console.print(f"\n[bold]\\[{s.number}][/] {s.label}  {s.chunk.symbol}", highlight=False)
         console.print(f"    {s.link(web_base)}", markup=False)
-        lines = s.chunk.text.splitlines()
+        lines = s.chunk.text.split("\n")  # line numbers count \n only, like the chunker
         for n, line in enumerate(lines[:SNIPPET_LINES], start=s.chunk.start_line):
             console.print(f"    {n:>5} │ {line}", markup=False)
         if len(lines) > SNIPPET_LINES:

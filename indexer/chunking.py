@@ -144,7 +144,10 @@ def _code_spans(text: str, lines: list[str], grammar: Grammar, language: str) ->
     except Exception:  # a grammar that cannot parse still leaves the file searchable
         return window_spans(lines, 0, len(lines) - 1, "")
     walker = _CodeWalker(lines, grammar, language)
-    walker.visit(tree.root_node, ())
+    try:
+        walker.visit(tree.root_node, ())
+    except RecursionError:  # nesting deeper than the stack (generated data, a fuzzer's file)
+        return window_spans(lines, 0, len(lines) - 1, "")
     spans = sorted(walker.spans, key=lambda s: (s.start, s.end))
     spans = drop_nested(spans)
     spans += gap_spans(lines, spans, 0, len(lines) - 1, (), "")

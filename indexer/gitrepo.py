@@ -46,6 +46,24 @@ def head_commit(root: Path) -> str:
         return ""  # a repository with no commits yet
 
 
+def committed_blobs(root: Path, commit: str) -> dict[str, str]:
+    """``path -> blob sha`` of every file in ``commit`` (a work tree may differ from it)."""
+    out = subprocess.run(
+        ["git", "-C", str(root), "ls-tree", "-r", "-z", "--full-tree", commit],
+        capture_output=True,
+        timeout=120,
+    )
+    if out.returncode != 0:
+        raise IndexingError(f"git ls-tree {commit} failed: {out.stderr.decode(errors='replace')}")
+    blobs: dict[str, str] = {}
+    for entry in out.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        meta, _, path = entry.partition("\t")
+        fields = meta.split()
+        if len(fields) == 3 and fields[1] == "blob":
+            blobs[path] = fields[2]
+    return blobs
+
+
 def repo_name_for(root: Path) -> str:
     """``owner/name`` from the GitHub origin remote, else ``local/<folder>``."""
     if (root / ".git").exists():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import stat
@@ -25,7 +26,7 @@ from indexer.embedding import (
     embedding_text,
 )
 from indexer.errors import IndexingError
-from indexer.gitrepo import head_commit
+from indexer.gitrepo import committed_blobs, head_commit
 from indexer.models import VISIBILITIES, Chunk, RepoState
 from indexer.walking import (
     EMPTY_BLOB_SHA,
@@ -36,11 +37,17 @@ from indexer.walking import (
     walk_repository,
 )
 
+log = logging.getLogger(__name__)
 ProgressFn = Callable[[str, int, int], None]  # (stage, done, total)
 # Chunks handed from the chunking thread to the embedder at a time.
 EMBED_GROUP = 256
 # Groups the chunking thread may have ready before the embedder takes them.
 CHUNKED_AHEAD = 2
+# Appended to the stored blob sha of a file whose bytes are not those of the indexed
+# commit (uncommitted edits, untracked files): its chunks carry no commit, so citations
+# link to the path rather than to lines of a commit that does not have them, and the
+# stored sha never matches, so the file is read again until it is committed.
+UNCOMMITTED = "+uncommitted"
 
 
 @dataclass
@@ -56,6 +63,8 @@ class IndexReport:
     skipped: list[Skipped] = field(default_factory=list)
     seconds: float = 0.0
     full: bool = False
+    # Files indexed from the work tree that differ from ``commit`` (or are untracked).
+    uncommitted: list[str] = field(default_factory=list)
 
     def skipped_by_reason(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -96,6 +105,7 @@ def index_repository(
         raise IndexingError(f"{root} is not a folder")
     commit = head_commit(root)
     report = IndexReport(repo=repo, commit=commit)
+    at_commit = committed_blobs(root, commit) if commit else {}
     backend.ensure_schema(embedder.dimension)
     version = config_version(embedder)
     state = backend.repo_state(repo)
@@ -154,6 +164,7 @@ def index_repository(
             moved_from,
             writer,
             max_file_bytes,
+            at_commit,
         )
     except BaseException:
         if writer is not None:
@@ -163,6 +174,7 @@ def index_repository(
         writer.close()  # raises the first write error, if any
     report.chunks, report.embedded, report.carried = done.count, done.embedded, done.carried
     report.skipped.extend(done.skipped)
+    report.uncommitted = sorted(done.uncommitted)
     remove = deleted + [f.path for f in changed]
     if report.full:
         remove = sorted(set(remove) | set(indexed))
@@ -194,6 +206,7 @@ class _Embedded:
     carried: int = 0
     paths: set[str] = field(default_factory=set)
     skipped: list[Skipped] = field(default_factory=list)  # changed or gone since the walk
+    uncommitted: set[str] = field(default_factory=set)  # bytes not those of the commit
     chunks: list[Chunk] = field(default_factory=list)
     parts: list[np.ndarray] = field(default_factory=list)
 
@@ -220,6 +233,7 @@ def _chunk_and_embed(
     moved_from: Mapping[str, str] | None = None,
     writer: _GroupWriter | None = None,
     max_file_bytes: int = 1_000_000,
+    at_commit: Mapping[str, str] | None = None,
 ) -> _Embedded:
     """Chunks of ``files`` and their vectors, chunking in a thread while embedding runs.
     Each embedded group is handed to ``writer``, when given, as soon as it is ready, and
@@ -254,14 +268,17 @@ def _chunk_and_embed(
         return False
 
     def chunks_of(f: SourceFile, path: str) -> list[Chunk]:
+        pinned = not commit or (at_commit or {}).get(f.path) == f.blob_sha
+        if not pinned:
+            done.uncommitted.add(f.path)
         return chunk_file(
             path,
             f.language,
             f.data,
             repo=repo,
             visibility=visibility,
-            commit=commit,
-            blob_sha=f.blob_sha,
+            commit=commit if pinned else "",
+            blob_sha=f.blob_sha if pinned else f.blob_sha + UNCOMMITTED,
         )
 
     base = root.resolve()
@@ -302,7 +319,12 @@ def _chunk_and_embed(
                 if stop.is_set():
                     return
                 f = load(listed)
-                new = chunks_of(f, f.path) if f is not None else []
+                try:
+                    new = chunks_of(f, f.path) if f is not None else []
+                except Exception as exc:  # one file the chunker cannot handle loses only itself
+                    log.warning("chunking %s failed", listed.path, exc_info=True)
+                    done.skipped.append(Skipped(listed.path, f"chunking failed ({exc!r:.120})"))
+                    f, new = None, []
                 own = [embedding_text(c) for c in new]
                 if f is not None and f.path in moved:
                     before = _texts_for(new, chunks_of(f, moved[f.path]), embedder, cache)

@@ -167,6 +167,12 @@ def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFi
     listed = _git_listed_files(root) if is_git_repo(root) else None
     paths = listed if listed is not None else _walked_files(root)
     for rel in paths:
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:  # git or the file system gave bytes that are not UTF-8
+            shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            yield Skipped(shown, "file name is not UTF-8")
+            continue
         parts = rel.split("/")
         if any(p in SKIP_DIRS for p in parts[:-1]):
             yield Skipped(rel, "vendored or build directory")
@@ -184,7 +190,11 @@ def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFi
             continue
         full = root / rel
         if full.is_symlink():
-            target = full.resolve()
+            try:
+                target = full.resolve()
+            except (RuntimeError, OSError):  # a loop (RuntimeError before Python 3.13)
+                yield Skipped(rel, "symlink loop or unresolvable target")
+                continue
             if not target.is_relative_to(root):
                 yield Skipped(rel, "symlink out of the repository")
                 continue
@@ -192,6 +202,7 @@ def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFi
             continue
         try:
             if not full.is_file():
+                yield Skipped(rel, "not a regular file (a submodule or a special file)")
                 continue
             size = full.stat().st_size
             if size > max_bytes:

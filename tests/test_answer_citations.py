@@ -22,6 +22,35 @@ def hit(c: Chunk, score: float = 1.0) -> Hit:
     return Hit(c, score, {"bm25": 1})
 
 
+def test_links_encode_path_characters_that_mean_something_in_a_url() -> None:
+    c = chunk("docs/hash#q?pct%20 (v2).md", 3, 4)
+    url = Source(1, c, 1.0).link("https://github.com")
+    # What GitHub itself links to for that file: "#", "?", "%" and spaces are escaped.
+    assert url == (
+        "https://github.com/acme/app/blob/c0ffee/docs/hash%23q%3Fpct%2520%20%28v2%29.md#L3-L4"
+    )
+    assert (
+        Source(1, chunk("src/ünïcode.py", 1, 2), 1.0)
+        .link()
+        .endswith("/src/%C3%BCn%C3%AFcode.py#L1-L2")
+    )
+
+
+def test_terminal_snippets_number_lines_as_the_file_does() -> None:
+    from rich.console import Console
+
+    from bot.answer import Answer
+    from bot.terminal import print_sources
+
+    # U+2028 and a form feed end a line for str.splitlines() but not for git or GitHub.
+    text = "def ls_a():\n    s = 'a\u2028b\x0cc'\n    return 1"
+    c = Chunk("acme/app", "ls.py", 1, 3, text, "ls_a", "python", "source", commit="c0ffee")
+    console = Console(record=True, width=200)
+    print_sources(Answer("q", "a [1]", [Source(1, c, 1.0)]), console, "https://github.com")
+    shown = console.export_text()
+    assert "    3 │     return 1" in shown and "    4 │" not in shown
+
+
 def test_parses_single_and_grouped_markers_in_order_of_first_use() -> None:
     assert parse_citations("A [2]. B [1, 3]. C [2,4].") == [2, 1, 3, 4]
 

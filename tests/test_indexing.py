@@ -124,6 +124,44 @@ def test_empty_files_are_not_reread_as_changed_on_every_run(
     assert index_repository(root, "acme/shop", store, embedder, cache).changed_files == 0
 
 
+def test_uncommitted_files_are_not_cited_at_a_commit_that_lacks_their_lines(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+) -> None:
+    root = make_repo(SHOP)
+    head = git(root, "rev-parse", "HEAD")
+    # Four new lines on top of a committed file, and a file git does not track yet.
+    mail = "# a\n# b\n# c\n# d\n" + SHOP["shop/mail.py"]
+    (root / "shop/mail.py").write_text(mail)
+    (root / "shop/tax.py").write_text("def vat(amount):\n    return amount * 0.2\n")
+    report = index_repository(root, "acme/shop", store, embedder, cache)
+    assert report.commit == head and report.uncommitted == ["shop/mail.py", "shop/tax.py"]
+    repos = frozenset({"acme/shop"})
+
+    def commit_of(term: str, path: str) -> str:
+        chunks = store.fetch(store.bm25(term, repos, 10))
+        return next(c.commit for c in chunks if c.path == path)
+
+    assert commit_of("send_receipt", "shop/mail.py") == ""  # a plain path link, not HEAD
+    assert commit_of("vat", "shop/tax.py") == ""
+    assert commit_of("TokenBucket", "shop/limits.py") == head
+
+    # Committed as they are: the next run pins them, although their bytes did not change.
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "tax")
+    again = index_repository(root, "acme/shop", store, embedder, cache)
+    assert again.uncommitted == [] and again.changed_files == 2 and again.embedded == 0
+    new_head = git(root, "rev-parse", "HEAD")
+    assert commit_of("send_receipt", "shop/mail.py") == new_head
+    assert commit_of("vat", "shop/tax.py") == new_head
+    assert store.file_blobs("acme/shop")["shop/mail.py"] == git(
+        root, "rev-parse", "HEAD:shop/mail.py"
+    )
+    assert index_repository(root, "acme/shop", store, embedder, cache).changed_files == 0
+
+
 def test_incremental_reindex_add_modify_rename_delete(
     make_repo: Callable[[dict[str, str]], Path],
     store: SqliteStore,
@@ -292,15 +330,19 @@ def test_vectors_stay_with_their_chunks_across_embedding_groups(
         assert store.knn(vector, frozenset({"acme/shop"}), 1) == [chunk.id]
 
 
-def test_a_chunking_failure_stops_the_run_and_keeps_the_previous_state(
+def test_a_file_the_chunker_fails_on_is_skipped_with_its_reason_and_the_rest_is_indexed(
     make_repo: Callable[[dict[str, str]], Path],
     store: SqliteStore,
     cache: SqliteEmbeddingCache,
     embedder: Embedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # One file a parser cannot handle must not block every later update of the repository
+    # (the worker would retry the same crash until it gave up).
     root = make_repo(SHOP)
-    before = index_then_rewrite_limits(root, store, embedder, cache)
+    index_then_rewrite_limits(root, store, embedder, cache)
+    (root / "shop/mail.py").write_text("def send_receipt(smtp):\n    return 'sent'\n")
+    git(root, "commit", "-qam", "mail")
     from indexer import indexing
 
     real = indexing.chunk_file
@@ -311,13 +353,41 @@ def test_a_chunking_failure_stops_the_run_and_keeps_the_previous_state(
         return real(path, *args, **kwargs)
 
     monkeypatch.setattr("indexer.indexing.chunk_file", broken)
-    with pytest.raises(RuntimeError, match="parser crashed"):
-        index_repository(root, "acme/shop", store, embedder, cache)
-    assert store.repo_state("acme/shop") == before
-    monkeypatch.setattr("indexer.indexing.chunk_file", real)
     report = index_repository(root, "acme/shop", store, embedder, cache)
-    assert report.changed_files == 1
+    assert [(s.path, s.reason) for s in report.skipped] == [
+        ("shop/limits.py", "chunking failed (RuntimeError('parser crashed'))")
+    ]
     assert store.repo_state("acme/shop").commit == git(root, "rev-parse", "HEAD")  # type: ignore[union-attr]
+    blobs = store.file_blobs("acme/shop")
+    assert "shop/limits.py" not in blobs  # its old chunks would cite lines it no longer has
+    assert blobs["shop/mail.py"] == git(root, "rev-parse", "HEAD:shop/mail.py")
+    # Once the chunker copes again, the next run picks the file up.
+    monkeypatch.setattr("indexer.indexing.chunk_file", real)
+    again = index_repository(root, "acme/shop", store, embedder, cache)
+    assert again.changed_files == 1 and "shop/limits.py" in store.file_blobs("acme/shop")
+
+
+def test_symlink_loops_undecodable_names_and_deep_nesting_lose_only_themselves(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+) -> None:
+    root = make_repo(SHOP)
+    os.symlink("b.py", root / "a.py")
+    os.symlink("a.py", root / "b.py")
+    (root / os.fsdecode(b"bad\xffname.py")).write_text("def odd():\n    return 1\n")
+    # Nesting deeper than Python's recursion limit in the syntax tree.
+    (root / "deep.js").write_text("x = " + "[\n" * 3000 + "1\n" + "]\n" * 3000)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "odd files")
+    report = index_repository(root, "acme/shop", store, embedder, cache)
+    skipped = {s.path: s.reason for s in report.skipped}
+    assert skipped["a.py"] == skipped["b.py"] == "symlink loop or unresolvable target"
+    assert skipped["bad\ufffdname.py"] == "file name is not UTF-8"
+    blobs = store.file_blobs("acme/shop")
+    assert sorted(blobs) == ["README.md", "deep.js", *sorted(p for p in SHOP if p.endswith(".py"))]
+    # deep.js is indexed in plain line windows rather than lost with the run.
 
 
 class _StreamingSqlite(SqliteStore):
