@@ -104,7 +104,13 @@ def allowed_repo_set(
         allowed = access.repos
         if notify is not None and access.reason:
             notify(access.reason)
-    return allowed & frozenset(requested) if requested else allowed
+    if not requested:
+        return allowed
+    if notify is not None:
+        indexed = {repo for repo, _ in registered_repos(backend)}
+        for name in sorted(set(requested) - indexed):
+            notify(f"{name} is not indexed (indexed: {', '.join(sorted(indexed)) or 'nothing'})")
+    return allowed & frozenset(requested)
 
 
 def audit_answer(

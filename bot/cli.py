@@ -47,17 +47,19 @@ def index(
     from indexer.errors import IndexingError
     from indexer.gitrepo import clone_or_update, is_remote_url, name_from_url, repo_name_for
     from indexer.indexing import index_repository
+    from indexer.registry import check_repo_name
     from indexer.stores import open_embedding_cache
 
     settings = _settings()
     if is_remote_url(target):
-        name = repo or name_from_url(target)
+        # The name is also the clone's folder under the data dir: never "..", never a path.
+        name = check_repo_name(repo or name_from_url(target))
         root = clone_or_update(target, settings.repos_dir / name, branch)
     else:
         root = Path(target).expanduser().resolve()
         if not root.is_dir():
             raise IndexingError(f"{root} is not a folder")
-        name = repo or repo_name_for(root)
+        name = check_repo_name(repo) if repo else repo_name_for(root)
     store, embedder, _ = _open(settings)
     cache = open_embedding_cache(settings)
     with Progress(
@@ -128,7 +130,7 @@ def _allowed_repos(
 def search(
     query: Annotated[str, typer.Argument(help="What to look for")],
     repo: Annotated[list[str] | None, typer.Option(help="Restrict to these repos")] = None,
-    k: Annotated[int, typer.Option(help="Number of results")] = 10,
+    k: Annotated[int, typer.Option(help="Number of results", min=1, max=200)] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
     as_github: Annotated[str | None, typer.Option(help=AS_GITHUB_HELP)] = None,
     place: Annotated[str | None, typer.Option(help=PLACE_HELP)] = None,
@@ -173,8 +175,10 @@ def ask(
 ) -> None:
     """Answer a question from the indexed code, with citations."""
     from acl.settings import AclSettings
+    from bot.pipeline import check_question
     from bot.terminal import ask_in_terminal
 
+    check_question(question)
     settings = _settings()
     store, _, searcher = _open(settings)
     repos = _allowed_repos(store, repo, as_github, place)

@@ -17,10 +17,20 @@ class ContextEntry:
 
     source: Source
     full: bool
+    # When only the first part of the text fits the budget: how many characters are given.
+    cut_at: int | None = None
 
     @property
     def summary(self) -> str:
         return summary_line(self.source.chunk)
+
+    @property
+    def text(self) -> str:
+        """The source text as the prompt gives it."""
+        text = self.source.chunk.text
+        if self.cut_at is None or self.cut_at >= len(text):
+            return text
+        return text[: self.cut_at] + f"\n[… cut: {len(text) - self.cut_at} more characters]"
 
 
 def _same_file(a: Chunk, b: Chunk) -> bool:
@@ -105,8 +115,13 @@ def build_context(hits: Sequence[Hit], char_budget: int) -> list[ContextEntry]:
     used = 0
     for number, hit in enumerate(merge_spans(hits), start=1):
         size = len(hit.chunk.text)
-        full = used + size <= char_budget or number == 1
-        if full:
+        source = Source(number, hit.chunk, hit.score)
+        if used + size <= char_budget:
             used += size
-        entries.append(ContextEntry(Source(number, hit.chunk, hit.score), full))
+            entries.append(ContextEntry(source, True))
+        elif number == 1:  # the best source is always given, but never past the budget
+            used = char_budget
+            entries.append(ContextEntry(source, True, cut_at=char_budget))
+        else:
+            entries.append(ContextEntry(source, False))
     return entries

@@ -36,11 +36,19 @@ from bot.rerank import Reranker
 from bot.retrieval_cache import Retrieval, RetrievalCache, cache_key, index_generation
 from bot.settings import BotSettings
 from indexer.backend import assert_allowed
+from indexer.errors import InvalidInput
 from indexer.models import Chunk
 from indexer.search import Searcher
 
 EXTRACTIVE_SOURCES = 3
 CLOSEST_PLACES = 3
+
+
+def check_question(question: str) -> None:
+    """Refuse a question with nothing to search for (blank, punctuation or emoji only):
+    it would otherwise come back with unrelated code as its "closest places"."""
+    if not any(ch.isalnum() for ch in question):
+        raise InvalidInput("Ask a question in words: this one has no letters or digits.")
 
 
 class AnswerPipeline:
@@ -157,6 +165,7 @@ class AnswerPipeline:
         ``on_token`` receives the first generation as it streams; the returned text is
         the validated one, which differs when citations had to be repaired.
         """
+        check_question(question)
         started = time.perf_counter()
         timings: dict[str, float] = {}
         history = history or []

@@ -55,7 +55,7 @@ def render_sources(entries: Sequence[ContextEntry]) -> str:
     blocks = []
     for e in entries:
         n = e.source.number
-        body = e.source.chunk.text if e.full else f"(summary only) {e.summary}"
+        body = e.text if e.full else f"(summary only) {e.summary}"
         blocks.append(
             f"{source_heading(e)}\nBEGIN SOURCE {n} {marker}\n{body}\nEND SOURCE {n} {marker}"
         )

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from indexer.errors import IndexingError
 
-_GITHUB_REMOTE = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
+# A clone URL, or a page of the repository pasted from a browser (``…/tree/main``).
+_GITHUB_REMOTE = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?(?:/|$)")
 
 
 def run_git(

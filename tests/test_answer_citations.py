@@ -117,6 +117,21 @@ def test_same_path_in_another_repo_is_not_merged() -> None:
     assert len(merged) == 2
 
 
+def test_a_best_source_longer_than_the_budget_is_cut_to_it_not_sent_whole() -> None:
+    # A one-line 200 KB file is a single chunk: sending it whole would blow the model's
+    # context window whatever the configured budget.
+    huge = Chunk(
+        "acme/app", "long.py", 1, 1, "x = '" + "a" * 200_000 + "'", "x", "python", "source"
+    )
+    entries = build_context([hit(huge), hit(chunk("b.py", 1, 3, "f"))], char_budget=12_000)
+    assert [e.full for e in entries] == [True, False]
+    assert entries[0].text.startswith("x = 'aaa") and entries[0].text.endswith(
+        "[… cut: 188006 more characters]"
+    )
+    prompt = build_messages("what is x?", entries)[-1]["content"]
+    assert 12_000 < len(prompt) < 14_000
+
+
 def test_sources_beyond_the_budget_become_one_line_summaries() -> None:
     c1 = Chunk(
         "acme/app",

@@ -15,7 +15,7 @@ from bot.pipeline import AnswerPipeline
 from bot.retrieval_cache import RetrievalCache
 from bot.settings import BotSettings
 from indexer.embed_cache import SqliteEmbeddingCache
-from indexer.errors import AccessDenied
+from indexer.errors import AccessDenied, InvalidInput
 from indexer.indexing import index_repository
 from indexer.models import Hit, SearchRequest
 from indexer.search import Searcher
@@ -232,6 +232,16 @@ def test_extractive_answer_without_a_model(searcher: Searcher) -> None:
     assert not answer.used_llm and answer.found
     assert answer.text.startswith("The most relevant code I found:")
     assert "[1]" in answer.text and answer.sources[0].chunk.path == "payments/retry.py"
+
+
+def test_a_question_without_words_is_refused_rather_than_answered_at_random(
+    searcher: Searcher,
+) -> None:
+    pipeline = AnswerPipeline(searcher, BotSettings(llm_model=""))
+    for question in ("", "   \n", "???", "🙂🙂"):
+        with pytest.raises(InvalidInput, match="no letters or digits"):
+            pipeline.answer(question, PAYMENTS_ONLY)
+    assert pipeline.answer("¿cómo se calcula el retraso?", PAYMENTS_ONLY) is not None
 
 
 def test_cache_never_crosses_access_boundaries(searcher: Searcher) -> None:

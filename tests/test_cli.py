@@ -33,6 +33,9 @@ def test_index_search_ask_end_to_end(
     assert indexed.returncode == 0, indexed.stderr
     assert "acme/shop" in indexed.stderr and "4 files" in indexed.stderr
 
+    typo = run(["search", "TokenBucket", "--repo", "acme/shoop"], data)
+    assert typo.returncode == 0 and "acme/shoop is not indexed (indexed: acme/shop)" in typo.stderr
+
     found = run(["search", "TokenBucket allow", "--json", "--k", "3"], data)
     assert found.returncode == 0, found.stderr
     rows = json.loads(found.stdout)
@@ -60,3 +63,26 @@ def test_index_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "is not a folder" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_bad_names_counts_and_questions_are_clear_errors(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    # A name that would put the clone outside the repos folder is refused before cloning.
+    escape = run(["index", "https://github.com/acme/..", "--repo", "acme/.."], data)
+    assert escape.returncode == 2 and "is not a repository name" in escape.stderr
+    assert not (data / "repos").exists()
+    negative = run(["search", "TokenBucket", "--k", "-1"], data)
+    assert negative.returncode == 2 and "greater than or equal to 1" in negative.stderr
+    empty = run(["ask", "   "], data)
+    assert empty.returncode == 2 and "no letters or digits" in empty.stderr
+    for result in (escape, negative, empty):
+        assert "Traceback" not in result.stderr
+
+
+def test_repository_names_from_urls() -> None:
+    from indexer.gitrepo import name_from_url
+
+    assert name_from_url("https://github.com/acme/shop.git") == "acme/shop"
+    assert name_from_url("git@github.com:acme/my.shop.git") == "acme/my.shop"
+    # A page of the repository pasted from the browser names the repository, not the page.
+    assert name_from_url("https://github.com/acme/shop/tree/main/src") == "acme/shop"
