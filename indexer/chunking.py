@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from indexer.doc_chunking import config_spans, markdown_spans
-from indexer.languages import GRAMMARS, IMPORT_LINE, Grammar, kind_for
+from indexer.languages import GRAMMARS, IMPORT_LINE, Grammar, as_utf8, kind_for
 from indexer.models import Chunk
 from indexer.spans import (
     MAX_LINES,
@@ -95,8 +95,9 @@ def chunk_file(
     commit: str = "",
     blob_sha: str = "",
 ) -> list[Chunk]:
-    """Chunks of one file; broken UTF-8 is decoded with replacement characters."""
-    text = data.decode("utf-8", errors="replace")
+    """Chunks of one file; broken UTF-8 is decoded with replacement characters, UTF-16
+    with a byte order mark as what it is."""
+    text = as_utf8(data).decode("utf-8", errors="replace")
     lines = split_lines(text)
     if not text.strip():
         return []

@@ -319,3 +319,14 @@ IMPORT_LINE = re.compile(
     r"^\s*(import\s|from\s+\S+\s+import\s|#include\s|using\s+[\w.]+;|use\s|require\(|"
     r"const\s+\w+\s*=\s*require\(|package\s)"
 )
+
+
+def as_utf8(data: bytes) -> bytes:
+    """UTF-16 text with its byte order mark (as Windows tools write .ps1, .cs or .sql files)
+    re-encoded as UTF-8; any other bytes as they are."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError:
+            return data
+    return data

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pathspec
 
-from indexer.languages import language_for, needs_shebang, shebang_language
+from indexer.languages import as_utf8, language_for, needs_shebang, shebang_language
 
 SKIP_DIRS = frozenset(
     {
@@ -225,6 +225,7 @@ def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFi
 
 def content_skip_reason(data: bytes) -> str | None:
     """Why a file's bytes are not worth indexing (binary, generated, minified), or None."""
+    data = as_utf8(data)
     if b"\0" in data[:8192]:
         return "binary"
     if _GENERATED_MARK.search(data[:2048]) or (data and _looks_minified(data)):

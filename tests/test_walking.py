@@ -114,3 +114,24 @@ def test_scripts_without_an_extension_are_indexed_by_their_shebang(
     assert {p: f.language for p, f in files.items()} == {".ci/run": "shell", "bin/serve": "python"}
     assert skipped["bin/report"] == "unsupported file type"
     assert skipped["LICENSE"] == "unsupported file type"
+
+
+def test_utf16_files_with_a_byte_order_mark_are_text_not_binary(
+    make_repo: Callable[[dict[str, str]], Path],
+) -> None:
+    from indexer.chunking import chunk_file
+
+    root = make_repo({"src/app.py": "def main():\n    return 1\n"})
+    source = (
+        "# Windows tools save PowerShell and C# like this\r\ndef greet():\r\n    return 'hi'\r\n"
+    )
+    (root / "tools/greet.py").parent.mkdir()
+    (root / "tools/greet.py").write_bytes(source.encode("utf-16"))  # BOM + UTF-16 LE
+    (root / "tools/raw.py").write_bytes(b"\xff\xfe" + b"\x00\xd8" * 10)  # a BOM, then garbage
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "utf-16")
+    files, skipped = walk(root)
+    assert "tools/greet.py" in files and skipped["tools/raw.py"] == "binary"
+    chunks = chunk_file("tools/greet.py", "python", files["tools/greet.py"].data)
+    greet = next(c for c in chunks if c.symbol == "greet")
+    assert greet.end_line == 3 and "    return 'hi'" in greet.text  # lines as in the file
