@@ -23,7 +23,7 @@ from acl.models import AuditEntry
 from acl.permissions import Access, AccessResolver, Place, Principal
 from bot.access import registered_repos
 from bot.answer import Answer, Source, source_list
-from indexer.errors import CodeaskError, StoreUnavailable
+from indexer.errors import AccessDenied, CodeaskError, InvalidInput, StoreUnavailable
 
 if TYPE_CHECKING:
     from bot.pipeline import AnswerPipeline
@@ -171,6 +171,8 @@ class Asker:
         except StoreUnavailable as exc:
             log.error("question %s: search store unavailable: %s", question.id, exc)
             return Answer(question.text, STORE_DOWN_TEXT, [], found=False)
+        except (InvalidInput, AccessDenied) as exc:  # the question itself: say why
+            return Answer(question.text, str(exc), [], found=False)
         except CodeaskError as exc:
             # Everything else the pipeline raises comes from the language model.
             log.error("question %s: generation failed: %s", question.id, exc)

@@ -36,7 +36,7 @@ from bot.rerank import Reranker
 from bot.retrieval_cache import Retrieval, RetrievalCache, cache_key, index_generation
 from bot.settings import BotSettings
 from indexer.backend import assert_allowed
-from indexer.errors import InvalidInput
+from indexer.errors import InvalidInput, UpstreamUnavailable
 from indexer.models import Chunk
 from indexer.search import Searcher
 
@@ -231,6 +231,10 @@ class AnswerPipeline:
                 notes.append(UNVERIFIED_NOTE)
             if check_citations(text, len(sources)).missing:
                 notes.append(UNCITED_NOTE)
+        if not text.strip():  # e.g. a reasoning model that spent max_tokens thinking
+            raise UpstreamUnavailable(
+                "The language model returned an empty answer twice; check its max tokens."
+            )
         return Answer(
             question,
             text,

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from bot.answer import Answer, Source
 
@@ -60,7 +61,11 @@ def link(url: str, text: str) -> str:
     """``<url|text>``, or the bare text when ``url`` is not a web URL (a local repo)."""
     if not url.startswith(("http://", "https://")):
         return _link_text(text)
-    return f"<{url.replace('|', '%7C').replace('>', '%3E')}|{_link_text(text)}>"
+    # Slack's control characters and whitespace never pass inside a link's URL part:
+    # "<" there would let generated text open a control sequence such as <!channel>.
+    url = url.replace("|", "%7C").replace(">", "%3E").replace("<", "%3C")
+    url = re.sub(r"\s", lambda m: quote(m.group()), url)
+    return f"<{url}|{_link_text(text)}>"
 
 
 def markdown_to_mrkdwn(text: str, citations: Mapping[int, str] | None = None) -> str:

@@ -84,6 +84,9 @@ class StreamingReply:
         self._limited_until = 0.0  # Slack said "ratelimited": nothing before this
         self._stop = asyncio.Event()
         self._pump: asyncio.Task[None] | None = None
+        # Whether the placeholder (or a message posted in its place) shows a final text: a
+        # later failure notice must then be posted, not written over the answer.
+        self._replaced = False
 
     async def start(self) -> None:
         """Post the placeholder and begin editing it as text arrives."""
@@ -138,19 +141,24 @@ class StreamingReply:
                 else:  # the final message will still be attempted
                     log.warning("progress edit failed: %s", exc.response.get("error"))
                     self._next_at = time.monotonic() + self.interval
+            except Exception as exc:  # a timeout or a dropped connection: also only progress
+                log.warning("progress edit failed: %r", exc)
+                self._next_at = time.monotonic() + self.interval
 
     async def finish(self, messages: Sequence[SlackMessage]) -> None:
         """Replace the placeholder by the first message and post the rest in the thread."""
         self._stop.set()
         if self._pump is not None:
-            await self._pump
+            with contextlib.suppress(Exception):  # progress only: the answer still goes out
+                await self._pump
+            self._pump = None
         # The final edit keeps the pace too: one edit per interval, none while rate limited.
         until = max(self._limited_until, self._next_at if self._shown else 0.0)
         wait = until - time.monotonic()
         if self.ts is not None and wait > 0:
             await asyncio.sleep(min(wait, MAX_RATE_LIMIT_WAIT))
         first, *rest = messages
-        if self.ts is not None:
+        if self.ts is not None and not self._replaced:
             try:
                 await call_slack(
                     self.client.chat_update,
@@ -159,11 +167,20 @@ class StreamingReply:
                     text=first.text,
                     blocks=first.blocks,
                 )
-            except SlackApiError as exc:
-                log.warning("final edit failed (%s); posting anew", exc.response.get("error"))
-                self.ts = None
-        if self.ts is None:
+                self._replaced = True
+            except Exception as exc:
+                error = exc.response.get("error") if isinstance(exc, SlackApiError) else repr(exc)
+                log.warning("final edit failed (%s); posting anew", error)
+        if not self._replaced:
+            # Raises when this fails too: the caller's failure notice then replaces the
+            # placeholder, which is still there.
             await self._post(first)
+            self._replaced = True
+            if self.ts is not None:  # the placeholder holds only partial text: remove it
+                try:
+                    await self.client.chat_delete(channel=self.channel, ts=self.ts)
+                except Exception as exc:
+                    log.warning("could not remove the placeholder: %r", exc)
         for message in rest:
             await self._post(message)
 

@@ -17,10 +17,26 @@ log = logging.getLogger(__name__)
 HISTORY_TURNS = 4
 DM_HISTORY_SECONDS = 15 * 60  # an older DM message starts a new conversation
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+# Slack's other <...> forms: channels, special mentions, dates, links with or without a label.
+_ANGLED = re.compile(r"<([#!]?)([^<>|]*)(?:\|([^<>]*))?>")
+
+
+def _plain(m: re.Match[str]) -> str:
+    sigil, target, label = m.group(1), m.group(2), m.group(3)
+    if sigil == "#":
+        return f"#{label}" if label else ""
+    if sigil == "!":
+        return label or ""  # <!here>, <!channel>: nothing to search for
+    return label or target  # a link: its label, else the URL
 
 
 def strip_mentions(text: str) -> str:
-    return " ".join(_MENTION.sub(" ", text).split())
+    """A message as its author typed it: mentions of people removed, Slack's markup for
+    channels and links turned into their text, and Slack's escaping of ``& < >`` undone
+    (so ``Result&lt;T&gt;`` is searched and asked as ``Result<T>``)."""
+    text = _ANGLED.sub(_plain, _MENTION.sub(" ", text))
+    text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    return " ".join(text.split())
 
 
 def turns_from_messages(

@@ -37,6 +37,9 @@ class FakeSlack:
     threads: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
     rate_limits: dict[str, list[int]] = field(default_factory=dict)
+    # method -> queued failures: an error code Slack answers with, or "disconnect" (the
+    # connection drops without an answer, as on a network failure).
+    failures: dict[str, list[str]] = field(default_factory=dict)
     _ts: int = 0
     server: TestServer | None = None
 
@@ -51,6 +54,9 @@ class FakeSlack:
 
     def rate_limit(self, method: str, seconds: int = 1, times: int = 1) -> None:
         self.rate_limits.setdefault(method, []).extend([seconds] * times)
+
+    def fail(self, method: str, error: str, times: int = 1) -> None:
+        self.failures.setdefault(method, []).extend([error] * times)
 
     def of(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
@@ -85,6 +91,15 @@ class FakeSlack:
                 args[key] = json.loads(args[key])
         call = Call(method, args, raw + json.dumps(dict(request.query)), time.monotonic())
         self.calls.append(call)
+        if self.failures.get(method):
+            error = self.failures[method].pop(0)
+            if error == "disconnect":
+                call.status = 0
+                assert request.transport is not None
+                request.transport.close()
+                return web.Response(status=200)
+            call.status = 400
+            return web.json_response({"ok": False, "error": error})
         if self.rate_limits.get(method):
             wait = self.rate_limits[method].pop(0)
             call.status = 429
@@ -130,6 +145,8 @@ class FakeSlack:
                 "ts": args.get("ts"),
                 "text": args.get("text", ""),
             }
+        if method == "chat.delete":
+            return {"ok": True, "channel": args.get("channel"), "ts": args.get("ts")}
         if method == "chat.postEphemeral":
             return {"ok": True, "message_ts": self._next_ts()}
         if method == "views.publish":

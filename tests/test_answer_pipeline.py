@@ -15,7 +15,7 @@ from bot.pipeline import AnswerPipeline
 from bot.retrieval_cache import RetrievalCache
 from bot.settings import BotSettings
 from indexer.embed_cache import SqliteEmbeddingCache
-from indexer.errors import AccessDenied, InvalidInput
+from indexer.errors import AccessDenied, InvalidInput, UpstreamUnavailable
 from indexer.indexing import index_repository
 from indexer.models import Hit, SearchRequest
 from indexer.search import Searcher
@@ -166,6 +166,18 @@ def test_out_of_range_citation_is_regenerated_once(searcher: Searcher, llm_serve
     correction = llm_server.requests[1]["messages"][-1]["content"]
     assert "[9]" in correction
     assert not any(UNVERIFIED_NOTE in n for n in answer.notes)
+
+
+def test_an_empty_answer_twice_is_a_model_failure_not_an_empty_message(
+    searcher: Searcher, llm_server: FakeLLM
+) -> None:
+    # A reasoning model that spends max_tokens thinking answers with no text at all.
+    llm_server.script(Reply(""), Reply("   "))
+    with pytest.raises(UpstreamUnavailable, match="empty answer"):
+        _llm_pipeline(searcher, llm_server).answer(
+            "How is the retry backoff delay computed?", PAYMENTS_ONLY
+        )
+    assert len(llm_server.requests) == 2
 
 
 def test_invalid_citations_twice_are_stripped_and_marked(

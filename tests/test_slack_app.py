@@ -214,6 +214,42 @@ async def test_streaming_edits_survive_a_rate_limit(world: World) -> None:
     assert final in updates
 
 
+async def test_a_dropped_connection_while_streaming_still_delivers_the_answer(
+    world: World,
+) -> None:
+    world.llm.script(Reply("Backoff doubles the wait each attempt [1]. " * 30, piece=20, delay=0.0))
+    # The first progress edit and the client's one retry of it both lose the connection.
+    world.slack.fail("chat.update", "disconnect", times=2)
+    await world.post_event(mention("how does retry with backoff work?", "1700.001150"), "Ev10b")
+    final = await world.slack.wait_for(_final)
+    assert [c.status for c in world.slack.of("chat.update")][:2] == [0, 0]
+    assert "Backoff doubles" in _text(final)
+    assert "Sorry" not in world.slack.bodies()
+
+
+async def test_when_the_final_edit_fails_the_answer_replaces_the_placeholder(
+    world: World,
+) -> None:
+    world.llm.script(Reply("Backoff doubles the wait each attempt [1]."))
+    world.slack.fail("chat.update", "invalid_blocks", times=5)
+    await world.post_event(mention("how does retry with backoff work?", "1700.001160"), "Ev10c")
+    final = await world.slack.wait_for(_final)
+    assert final.method == "chat.postMessage"
+    placeholder = world.slack.of("chat.postMessage")[0]
+    deleted = await world.slack.wait_for(lambda c: c.method == "chat.delete")
+    assert deleted.args["channel"] and deleted.args["ts"] != final.args.get("ts")
+    assert placeholder.args["text"] == SEARCHING_TEXT
+
+
+async def test_a_question_without_words_gets_told_so_not_a_model_outage(world: World) -> None:
+    await world.post_event(mention("???", "1700.001170"), "Ev10d")
+    reply = await world.slack.wait_for(
+        lambda c: c.method in ("chat.update", "chat.postMessage") and "no letters" in c.raw
+    )
+    assert "language model is unavailable" not in _text(reply)
+    assert world.llm.requests == []
+
+
 async def test_slash_ask_is_ephemeral(world: World) -> None:
     status, ack = await world.post_command("ask how does retry with backoff work?")
     assert status == 200

@@ -28,7 +28,7 @@ from bot.slack_render import (
     split_mrkdwn,
     text_message,
 )
-from bot.slack_threads import turns_from_messages
+from bot.slack_threads import strip_mentions, turns_from_messages
 from indexer.models import Chunk
 
 WEB = "https://github.com"
@@ -82,6 +82,16 @@ def test_links_use_slack_syntax_and_cannot_break_out() -> None:
     # only web links become links
     assert markdown_to_mrkdwn("[x](javascript:alert(1))") == "[x](javascript:alert(1))"
     assert link("src/a.py#L1-L2", "a.py") == "a.py"
+    # Text the model wrote (or indexed code it quoted) cannot smuggle a control sequence
+    # such as <!here> or <@U123> into a link's URL.
+    for text in (
+        "[docs](https://a.com/<!here)",
+        "<https://a.com/<!channel>",
+        "[x](https://a.com/<@U1)",
+    ):
+        out = markdown_to_mrkdwn(text)
+        assert "<!" not in out and "<@" not in out, out
+    assert link("https://a.com/a b<c", "x") == "<https://a.com/a%20b%3Cc|x>"
 
 
 def test_underscores_in_urls_are_not_italics() -> None:
@@ -117,11 +127,19 @@ def test_headings_bullets_and_quotes() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("ab <>&*_`[]()|~#-\n1:/.")), max_size=200))
+@given(
+    st.lists(
+        st.sampled_from([*"ab <>&*_`[]()|~#-\n1:/.!@", "https://", "http://"]), max_size=80
+    ).map("".join)
+)
 def test_no_raw_control_character_survives(text: str) -> None:
     out = markdown_to_mrkdwn(text, {1: "https://gh/1"})
     # Outside the links we generate, "<" and ">" only appear escaped (quotes excepted).
     stripped = re.sub(r"<https://gh/1\|\[1\]>", "", out)
+    # Links the text itself made: their URL part may hold no "<" or whitespace.
+    for url in re.findall(r"<(https?://[^|>]*)\|", stripped):
+        assert "<" not in url and not re.search(r"\s", url), out
+    stripped = re.sub(r"<https?://[^|<>\s]*\|[^<>]*>", "", stripped)
     stripped = re.sub(r"^>", "", stripped, flags=re.MULTILINE)
     assert "<" not in stripped and ">" not in stripped
     assert not re.search(r"&(?!amp;|lt;|gt;)", stripped)
@@ -268,6 +286,18 @@ def test_thread_turns_pair_questions_with_bot_answers() -> None:
         ("where is retry?", "In retry.py [1]."),
     )
     assert turns_from_messages(messages, "UBOT", "1.0") == ()
+
+
+def test_questions_reach_search_and_the_model_as_the_user_typed_them() -> None:
+    # What Slack delivers for: @codeask why does Result<T, E> && retries in #payments
+    # ignore https://x.io/a?b=1&c=2 (see docs)? cc @here
+    delivered = (
+        "<@UBOT> why does Result&lt;T, E&gt; &amp;&amp; retries in <#C123|payments> ignore "
+        "<https://x.io/a?b=1&amp;c=2> (see <https://x.io/docs|docs>)? cc <!here>"
+    )
+    assert strip_mentions(delivered) == (
+        "why does Result<T, E> && retries in #payments ignore https://x.io/a?b=1&c=2 (see docs)? cc"
+    )
 
 
 def test_home_view_for_users_and_admins() -> None:
