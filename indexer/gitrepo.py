@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
 from indexer.errors import IndexingError
 
 # A clone URL, or a page of the repository pasted from a browser (``…/tree/main``).
+log = logging.getLogger(__name__)
 _GITHUB_REMOTE = re.compile(r"github\.com[:/]+([\w.-]+)/([\w.-]+?)(?:\.git)?(?:/|$)")
 
 
@@ -110,16 +113,42 @@ def clone_or_update(url: str, dest: Path, branch: str | None = None, *, token: s
     env = auth_env(token)
     if (dest / ".git").exists():
         ref = branch or "HEAD"
-        run_git(["remote", "set-url", "origin", url], cwd=dest)  # the repo may have moved
-        run_git(["fetch", "--depth", "1", "--no-tags", "origin", ref], cwd=dest, extra_env=env)
-        run_git(["reset", "--hard", "FETCH_HEAD"], cwd=dest)
-        return dest
+        # The caller owns ``dest`` (a worker holds the repository's job lease), so a lock
+        # file there is a leftover of a git that was killed (a worker lost, a timeout) and
+        # would fail every later update until someone deleted it by hand.
+        for lock in (dest / ".git").rglob("*.lock"):
+            log.warning("removing a stale git lock %s", lock)
+            lock.unlink(missing_ok=True)
+        try:
+            run_git(["remote", "set-url", "origin", url], cwd=dest)  # the repo may have moved
+            run_git(["fetch", "--depth", "1", "--no-tags", "origin", ref], cwd=dest, extra_env=env)
+            run_git(["reset", "--hard", "FETCH_HEAD"], cwd=dest)
+            run_git(["clean", "-ffdxq"], cwd=dest)  # nothing but the fetched tree is indexed
+            return dest
+        except IndexingError as exc:
+            # A damaged clone (a git killed mid-write) fails here every time: clone afresh
+            # beside it, and swap only if that works, so a network outage keeps the clone.
+            fresh = dest.with_name(dest.name + ".reclone")
+            shutil.rmtree(fresh, ignore_errors=True)
+            try:
+                _clone(url, fresh, branch, env)
+            except IndexingError:
+                shutil.rmtree(fresh, ignore_errors=True)
+                raise exc from None
+            log.warning("the clone at %s could not be updated (%s); cloned it again", dest, exc)
+            shutil.rmtree(dest)
+            fresh.rename(dest)
+            return dest
+    _clone(url, dest, branch, env)
+    return dest
+
+
+def _clone(url: str, dest: Path, branch: str | None, env: dict[str, str]) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     args = ["clone", "--depth", "1", "--no-tags"]
     if branch:
         args += ["--branch", branch]
     run_git([*args, url, str(dest)], extra_env=env)
-    return dest
 
 
 def remote_head(url: str, branch: str, *, token: str = "") -> str:

@@ -9,6 +9,7 @@ per repository runs at a time, and at most one is queued: a newer request merges
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -66,10 +67,39 @@ def enqueue(engine: Engine, repo: str, kind: str, *, commit: str = "", reason: s
     raise RuntimeError(f"could not enqueue a job for {repo}")
 
 
-def claim(engine: Engine, worker_id: str, stale_after: float) -> Job | None:
-    """Take the next runnable job for ``worker_id``, or None when there is nothing to do."""
+def claim(
+    engine: Engine,
+    worker_id: str,
+    stale_after: float,
+    max_attempts: int = RetryPolicy.max_attempts,
+    on_abandoned: Callable[[Job], None] | None = None,
+) -> Job | None:
+    """Take the next runnable job for ``worker_id``, or None when there is nothing to do.
+
+    A job whose worker stopped heart-beating is taken over, unless it has already used
+    ``max_attempts``: a job that kills every worker running it (out of memory, evicted)
+    would otherwise run forever. It is failed instead and handed to ``on_abandoned``
+    once this claim has committed.
+    """
     now = utcnow()
     stale = now - timedelta(seconds=stale_after)
+    abandoned: list[Job] = []
+    try:
+        return _claim(engine, worker_id, now, stale, max_attempts, abandoned)
+    finally:
+        for job in abandoned:
+            if on_abandoned is not None:
+                on_abandoned(job)
+
+
+def _claim(
+    engine: Engine,
+    worker_id: str,
+    now: datetime,
+    stale: datetime,
+    max_attempts: int,
+    abandoned: list[Job],
+) -> Job | None:
     with write_session(engine) as s:
         runnable = or_(
             and_(col(Job.status) == QUEUED, col(Job.not_before) <= now),
@@ -79,6 +109,17 @@ def claim(engine: Engine, worker_id: str, stale_after: float) -> Job | None:
         if not is_sqlite(engine):
             q = q.with_for_update(skip_locked=True)
         for job in s.exec(q).all():
+            if job.status == RUNNING and job.attempts >= max_attempts:
+                job.status, job.finished_at, job.locked_by = FAILED, now, ""
+                job.last_error = (
+                    f"the worker running it stopped {job.attempts} times without finishing "
+                    "(killed, out of memory or evicted?)"
+                )
+                s.add(job)
+                s.commit()
+                s.refresh(job)
+                abandoned.append(job)
+                return None  # the rows fetched with it are no longer locked: claim again
             if _repo_busy(s, engine, job, stale):
                 continue
             job.status = RUNNING

@@ -109,7 +109,13 @@ class Worker:
 
     def run_one(self) -> Job | None:
         """Claim and run one job; None when no job is runnable now."""
-        job = jobs.claim(self.engine, self.worker_id, self.config.stale_seconds)
+        job = jobs.claim(
+            self.engine,
+            self.worker_id,
+            self.config.stale_seconds,
+            self.config.retry.max_attempts,
+            on_abandoned=lambda lost: self._mark_repo_error(lost.repo, lost.last_error),
+        )
         if job is None:
             return None
         assert job.id is not None

@@ -173,6 +173,31 @@ def test_a_dead_workers_job_is_taken_again(engine: Engine) -> None:
     assert jobs.finish(engine, job.id, "alive")
 
 
+def test_a_job_that_keeps_killing_its_worker_fails_instead_of_running_forever(
+    engine: Engine,
+) -> None:
+    jobs.enqueue(engine, "acme/huge", KIND_INDEX)
+    lost: list[Job] = []
+    for attempt in range(1, 4):
+        job = jobs.claim(engine, f"w{attempt}", stale_after=60, max_attempts=3)
+        assert job is not None and job.attempts == attempt and job.id is not None
+        with Session(engine) as s:  # the worker is OOM-killed: its heartbeat stops
+            row = s.get(Job, job.id)
+            assert row is not None
+            row.heartbeat_at = utcnow() - timedelta(seconds=120)
+            s.add(row)
+            s.commit()
+    assert (
+        jobs.claim(engine, "w4", stale_after=60, max_attempts=3, on_abandoned=lost.append) is None
+    )
+    assert [(j.repo, j.status, j.attempts) for j in lost] == [("acme/huge", FAILED, 3)]
+    assert "stopped 3 times" in lost[0].last_error
+    assert jobs.claim(engine, "w5", stale_after=60, max_attempts=3) is None
+    # A new push still gets a fresh job.
+    jobs.enqueue(engine, "acme/huge", KIND_INDEX)
+    assert jobs.claim(engine, "w6", stale_after=60, max_attempts=3) is not None
+
+
 def test_failures_back_off_then_fail_for_good(engine: Engine) -> None:
     policy = jobs.RetryPolicy(max_attempts=2, base_seconds=30)
     jobs.enqueue(engine, "acme/api", KIND_INDEX)
