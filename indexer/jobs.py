@@ -186,6 +186,19 @@ def fail(
     engine: Engine, job_id: int, worker_id: str, error: str, policy: RetryPolicy
 ) -> Job | None:
     """Record a failure: back to the queue after a backoff, or failed for good."""
+    for _ in range(3):
+        try:
+            return _fail(engine, job_id, worker_id, error, policy)
+        except IntegrityError:
+            # A push queued a newer job between the check and the commit (PostgreSQL, no
+            # table lock): done again, that job is found and supersedes this one.
+            continue
+    return _fail(engine, job_id, worker_id, error, policy)
+
+
+def _fail(
+    engine: Engine, job_id: int, worker_id: str, error: str, policy: RetryPolicy
+) -> Job | None:
     with write_session(engine) as s:
         job = s.get(Job, job_id)
         if job is None or job.locked_by != worker_id or job.status != RUNNING:

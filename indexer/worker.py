@@ -98,7 +98,16 @@ class Worker:
         """Work until ``stop`` is set (or, with ``once``, until the queue is empty)."""
         done = 0
         while not stop.is_set():
-            job = self.run_one()
+            try:
+                job = self.run_one()
+            except Exception:
+                # The queue's database failing (down, a conflict) must not end the worker:
+                # its job's lease runs out and the job is taken again.
+                log.exception("worker %s: the job queue failed; trying again", self.worker_id)
+                if once:
+                    raise
+                stop.wait(self.config.poll_seconds)
+                continue
             if job is not None:
                 done += 1
                 continue

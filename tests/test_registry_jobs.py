@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel
+from sqlmodel import Session, SQLModel, select
 
 from indexer import jobs
 from indexer.errors import InvalidInput
@@ -196,6 +196,34 @@ def test_a_job_that_keeps_killing_its_worker_fails_instead_of_running_forever(
     # A new push still gets a fresh job.
     jobs.enqueue(engine, "acme/huge", KIND_INDEX)
     assert jobs.claim(engine, "w6", stale_after=60, max_attempts=3) is not None
+
+
+def test_a_push_racing_a_failure_supersedes_it_instead_of_crashing_the_worker(
+    engine: Engine,
+) -> None:
+    if engine.dialect.name == "sqlite":
+        pytest.skip("SQLite serialises writers: the race needs a second concurrent writer")
+    from sqlalchemy import event
+
+    jobs.enqueue(engine, "acme/api", KIND_INDEX)
+    job = jobs.claim(engine, "w", stale_after=60)
+    assert job is not None and job.id is not None
+    fired: list[bool] = []
+
+    def push_arrives(session: Session) -> None:  # between fail()'s check and its commit
+        if not fired:
+            fired.append(True)
+            jobs.enqueue(engine, "acme/api", KIND_FULL, reason="push")
+
+    event.listen(Session, "before_commit", push_arrives)
+    try:
+        after = jobs.fail(engine, job.id, "w", "git fetch failed", jobs.RetryPolicy())
+    finally:
+        event.remove(Session, "before_commit", push_arrives)
+    assert fired and after is not None and after.status == SUPERSEDED
+    with Session(engine) as s:
+        queued = s.exec(select(Job).where(Job.repo == "acme/api", Job.status == QUEUED)).all()
+    assert [j.kind for j in queued] == [KIND_FULL]
 
 
 def test_failures_back_off_then_fail_for_good(engine: Engine) -> None:
