@@ -172,8 +172,11 @@ class SlackBot:
         await self._ask(context, event, channel, thread_ts, place, history)
 
     async def _on_message(self, event: dict[str, Any], context: Any) -> None:
-        if event.get("channel_type") != "im" or event.get("subtype") or event.get("bot_id"):
-            return  # channel messages arrive as app_mention; edits and bot posts are not questions
+        subtype = event.get("subtype")
+        if event.get("channel_type") != "im" or event.get("bot_id"):
+            return  # channel messages arrive as app_mention; bot posts are not questions
+        if subtype and subtype != "file_share":
+            return  # edits, deletions, joins: not questions (a message with a file is one)
         channel = event["channel"]
         thread_ts = event.get("thread_ts")
         if thread_ts:

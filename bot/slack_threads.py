@@ -15,6 +15,8 @@ from bot.slack_render import SEARCHING_TEXT, WRITING_TEXT
 log = logging.getLogger(__name__)
 
 HISTORY_TURNS = 4
+THREAD_PAGE_SIZE = 200
+THREAD_PAGES = 10  # threads longer than 2,000 messages use their first 2,000
 DM_HISTORY_SECONDS = 15 * 60  # an older DM message starts a new conversation
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 # Slack's other <...> forms: channels, special mentions, dates, links with or without a label.
@@ -65,14 +67,24 @@ def turns_from_messages(
 async def thread_turns(
     client: AsyncWebClient, channel: str, thread_ts: str, before: str, context: Any
 ) -> History:
+    # Replies come oldest first, a page at a time: a long thread's latest turns are on its
+    # last page, so every page is read (up to a bound) and the turns come from the end.
+    messages: list[dict[str, Any]] = []
+    cursor = ""
     try:
-        response = await client.conversations_replies(channel=channel, ts=thread_ts, limit=50)
+        for _ in range(THREAD_PAGES):
+            response = await client.conversations_replies(
+                channel=channel, ts=thread_ts, limit=THREAD_PAGE_SIZE, cursor=cursor or None
+            )
+            messages += list(response.get("messages") or [])
+            cursor = (response.get("response_metadata") or {}).get("next_cursor") or ""
+            if not response.get("has_more") or not cursor:
+                break
     except SlackApiError as exc:
         log.warning("thread history unavailable: %s", exc.response.get("error"))
-        return ()
-    return turns_from_messages(
-        list(response.get("messages") or []), context.bot_user_id or "", before
-    )
+        if not messages:
+            return ()
+    return turns_from_messages(messages, context.bot_user_id or "", before)
 
 
 async def dm_turns(client: AsyncWebClient, channel: str, before: str, context: Any) -> History:

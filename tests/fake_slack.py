@@ -151,9 +151,19 @@ class FakeSlack:
             return {"ok": True, "message_ts": self._next_ts()}
         if method == "views.publish":
             return {"ok": True, "view": {"id": "V1", "type": "home", **(args.get("view") or {})}}
-        if method == "conversations.replies":
+        if method == "conversations.replies":  # oldest first, paged like Slack's
             key = (str(args.get("channel")), str(args.get("ts")))
-            return {"ok": True, "messages": self.threads.get(key, []), "has_more": False}
+            thread = self.threads.get(key, [])
+            start = int(args.get("cursor") or 0)
+            limit = int(args.get("limit") or 1000)
+            end = start + limit
+            more = end < len(thread)
+            return {
+                "ok": True,
+                "messages": thread[start:end],
+                "has_more": more,
+                "response_metadata": {"next_cursor": str(end) if more else ""},
+            }
         if method == "conversations.history":
             return {"ok": True, "messages": [], "has_more": False}
         if method == "users.info":

@@ -101,6 +101,49 @@ async def test_follow_up_in_a_thread_sends_earlier_turns_to_the_model(world: Wor
     assert "where is the backoff helper?" in sent and "In net/retry.py [1]." in sent
 
 
+async def test_a_follow_up_in_a_long_thread_uses_its_latest_turns(world: World) -> None:
+    thread: list[dict[str, object]] = [
+        {
+            "type": "message",
+            "user": "U0ALICE",
+            "text": "<@UBOT> what is the token bucket?",
+            "ts": "1700.100000",
+        },
+    ]
+    for n in range(1, 300):  # chatter between people, more than a page of replies
+        thread.append(
+            {"type": "message", "user": "U0BOB", "text": f"note {n}", "ts": f"1700.1{n:05d}"}
+        )
+    thread += [
+        {
+            "type": "message",
+            "user": "U0ALICE",
+            "text": "<@UBOT> where is the backoff helper?",
+            "ts": "1700.200000",
+        },
+        {
+            "type": "message",
+            "user": "UBOT",
+            "bot_id": "BBOT",
+            "text": "In net/retry.py [1].",
+            "ts": "1700.200001",
+        },
+        {
+            "type": "message",
+            "user": "U0ALICE",
+            "text": "<@UBOT> how many attempts?",
+            "ts": "1700.300000",
+        },
+    ]
+    world.slack.threads[("C0GENERAL", "1700.100000")] = thread
+    event = mention("how many attempts?", "1700.300000", thread_ts="1700.100000")
+    await world.post_event(event, "Ev02b")
+    await world.slack.wait_for(_final)
+    assert len(world.slack.of("conversations.replies")) == 2  # both pages were read
+    sent = json.dumps(world.llm.requests[0]["messages"])
+    assert "where is the backoff helper?" in sent and "In net/retry.py [1]." in sent
+
+
 async def test_direct_message_answers_from_the_askers_private_repo(world: World) -> None:
     world.llm.script(Reply("The master key is rotated by re-wrapping data keys [1]."))
     await world.post_event(direct_message(PRIVATE_QUESTION, "1700.000400"), "Ev03")
@@ -112,6 +155,17 @@ async def test_direct_message_answers_from_the_askers_private_repo(world: World)
     assert (
         audit.place == "dm" and PRIVATE_REPO in audit.allowed_repos and PRIVATE_PATH in audit.cited
     )
+
+
+async def test_a_direct_message_with_a_file_attached_is_still_a_question(world: World) -> None:
+    world.llm.script(Reply("The master key is rotated by re-wrapping data keys [1]."))
+    event = direct_message(PRIVATE_QUESTION, "1700.000410") | {
+        "subtype": "file_share",
+        "files": [{"id": "F1", "name": "trace.txt"}],
+    }
+    await world.post_event(event, "Ev03b")
+    final = await world.slack.wait_for(_final)
+    assert final.args["channel"] == "D0ALICE" and PRIVATE_PATH in _text(final)
 
 
 async def test_channel_withholds_the_private_repo_and_never_names_it(world: World) -> None:
