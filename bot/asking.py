@@ -14,6 +14,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -74,6 +75,9 @@ class Question:
     id: str = field(default_factory=new_question_id)
 
 
+ANSWER_THREADS = 8  # questions answered at once per server process; more wait
+
+
 class Asker:
     """Answers questions for every chat adapter; safe to share across requests.
 
@@ -91,6 +95,10 @@ class Asker:
         self._pipeline = pipeline
         self._resolver = resolver
         self._lock = threading.Lock()
+        # Answers hold a thread for seconds (search, generation, retry backoff). On the
+        # default pool they would starve the short calls every webhook makes before it is
+        # acknowledged (Slack retries an event it has not seen acknowledged in 3 s).
+        self._answering = ThreadPoolExecutor(ANSWER_THREADS, thread_name_prefix="answer")
 
     # --- the one entry point of the adapters -------------------------------------------
 
@@ -99,7 +107,8 @@ class Asker:
 
         ``on_token`` receives generated text as it streams, called from a worker thread.
         """
-        return await asyncio.to_thread(self.answer, question, on_token)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._answering, self.answer, question, on_token)
 
     def answer(self, question: Question, on_token: TokenCallback | None = None) -> Answer:
         """Blocking form of :meth:`ask`."""
