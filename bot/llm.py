@@ -105,6 +105,9 @@ class LiteLLMClient:
             response: Any = litellm.completion(**common)
             return str(response.choices[0].message.content or "")
         pieces = []
+        # The provider's timeout bounds each read; this bounds the whole streamed answer, so
+        # a model trickling tokens cannot hold a question (and its thread) forever.
+        deadline = time.monotonic() + s.llm_timeout
         for part in litellm.completion(**common, stream=True):
             choices = getattr(part, "choices", None) or []
             text = choices[0].delta.content if choices else None
@@ -112,14 +115,21 @@ class LiteLLMClient:
                 streamed[0] = True
                 pieces.append(text)
                 on_token(text)
+            if time.monotonic() > deadline:
+                raise _AnswerTooSlow()
         return "".join(pieces)
 
     def _explain(self, exc: Exception, status: int | None) -> Exception:
         where = self._args.get("api_base") or "the provider"
         model = self._args["model"]
-        if isinstance(exc, litellm.Timeout):
+        if isinstance(exc, litellm.Timeout) or _timed_out(exc):
             return UpstreamUnavailable(
                 f"The language model ({model}) did not answer within "
+                f"{self._settings.llm_timeout:g} s. Try again, or raise CODEASK_LLM_TIMEOUT."
+            )
+        if isinstance(exc, _AnswerTooSlow):
+            return UpstreamUnavailable(
+                f"The language model ({model}) did not finish its answer within "
                 f"{self._settings.llm_timeout:g} s. Try again, or raise CODEASK_LLM_TIMEOUT."
             )
         if status in (401, 403) or isinstance(exc, litellm.AuthenticationError):
@@ -154,6 +164,31 @@ class LiteLLMClient:
         )
 
 
+class _AnswerTooSlow(Exception):
+    """The stream was still going when the answer's time ran out."""
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    seen: set[int] = set()
+    found: list[BaseException] = []
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        found.append(current)
+        pending += [current.__cause__, current.__context__]
+    return found
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """A read that timed out, also mid-stream (LiteLLM then reports an HTTP 500)."""
+    return any(
+        isinstance(c, litellm.Timeout | httpx.TimeoutException | TimeoutError) for c in _causes(exc)
+    )
+
+
 def _unreachable(exc: BaseException) -> bool:
     """No connection at all (refused, DNS, reset): LiteLLM reports it as an HTTP 500."""
     seen: set[int] = set()
@@ -171,7 +206,7 @@ def _unreachable(exc: BaseException) -> bool:
 
 def _status(exc: Exception) -> int | None:
     """The provider's HTTP status; None when no response came."""
-    if isinstance(exc, litellm.Timeout) or _unreachable(exc):
+    if isinstance(exc, litellm.Timeout | _AnswerTooSlow) or _timed_out(exc) or _unreachable(exc):
         return None
     code = getattr(exc, "status_code", None)
     return code if isinstance(code, int) else None

@@ -208,13 +208,21 @@ def sse_event(model: str, created: int, delta: dict[str, str], finish: str | Non
 
 
 async def write_stream(
-    request: web.Request, response: web.StreamResponse, content: str, model: str, piece: int
+    request: web.Request,
+    response: web.StreamResponse,
+    content: str,
+    model: str,
+    piece: int,
+    gap: float = 0.0,
 ) -> web.StreamResponse:
-    """Send ``content`` as SSE deltas of ``piece`` characters, then stop and ``[DONE]``."""
+    """Send ``content`` as SSE deltas of ``piece`` characters, ``gap`` seconds apart, then
+    stop and ``[DONE]``."""
     created = int(time.time())
     await response.prepare(request)
     pieces = [content[i : i + piece] for i in range(0, len(content), piece)]
     for i, text in enumerate(pieces):
+        if i and gap:
+            await asyncio.sleep(gap)
         delta = {"content": text, **({"role": "assistant"} if i == 0 else {})}
         await response.write(sse_event(model, created, delta, None))
     await response.write(sse_event(model, created, {}, "stop"))

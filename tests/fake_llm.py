@@ -25,6 +25,7 @@ class Reply:
     status: int = 200
     delay: float = 0.0  # seconds before the response starts
     piece: int = 8  # characters per streamed delta
+    gap: float = 0.0  # seconds between streamed deltas
 
 
 class FakeLLM:
@@ -68,8 +69,10 @@ class FakeLLM:
             return web.json_response(completion_json(model, reply.content))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         try:
-            return await write_stream(request, response, reply.content, model, reply.piece)
-        except ConnectionResetError:  # the client gave up (a timeout test): nothing to send
+            return await write_stream(
+                request, response, reply.content, model, reply.piece, reply.gap
+            )
+        except (ConnectionResetError, ConnectionError):  # the client gave up (a timeout test)
             return response
 
     def start(self) -> None:

@@ -89,6 +89,24 @@ def test_slow_provider_times_out_with_a_clear_message(server: FakeLLM) -> None:
         client(server, llm_timeout=0.5).complete(HELLO, lambda _: None)
 
 
+def test_a_stream_that_stalls_midway_is_a_timeout_not_a_server_error(server: FakeLLM) -> None:
+    server.script(Reply("first part, then nothing for too long", piece=12, gap=3.0))
+    got: list[str] = []
+    with pytest.raises(UpstreamUnavailable, match=r"did not answer within 0\.5 s"):
+        client(server, llm_timeout=0.5).complete(HELLO, got.append)
+    assert got == ["first part, "]  # what had arrived was streamed
+    assert len(server.requests) == 1  # not retried once tokens were shown
+
+
+def test_a_trickling_stream_is_cut_at_the_timeout(server: FakeLLM) -> None:
+    # Every piece arrives well within the read timeout, but the whole answer never ends.
+    server.script(Reply("tick " * 40, piece=5, gap=0.1))
+    got: list[str] = []
+    with pytest.raises(UpstreamUnavailable, match=r"did not finish its answer within 1 s"):
+        client(server, llm_timeout=1.0).complete(HELLO, got.append)
+    assert 0 < len(got) < 40
+
+
 def test_provider_down_says_it_cannot_be_reached() -> None:
     with socket.socket() as s:  # a port that nothing listens on
         s.bind(("127.0.0.1", 0))
