@@ -186,10 +186,14 @@ def index_repository(
         indexed_at=time.time(),
         config_version=version,
     )
+    if progress:  # a caller can still stop the run here, before the store moves on
+        progress("write", 0, 1)
     if streamer is not None:
         streamer.finish_changes(run, remove, sorted(done.paths), state)
     else:
         backend.apply_changes(repo, remove, done.chunks, done.vectors(embedder.dimension), state)
+    if progress:
+        progress("write", 1, 1)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +47,10 @@ from indexer.settings import IndexerSettings
 log = logging.getLogger(__name__)
 
 TokenProvider = Callable[[], str]  # a fresh GitHub token for git over HTTPS ('' for none)
+
+
+class LeaseLost(IndexingError):
+    """The job's lease ran out or was taken over while this worker was running it."""
 
 
 @dataclass
@@ -93,6 +98,7 @@ class Worker:
         self.config = config
         self.token = token
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._lease_lost = threading.Event()  # set by the heartbeat of the running job
 
     def run(self, stop: threading.Event, once: bool = False) -> int:
         """Work until ``stop`` is set (or, with ``once``, until the queue is empty)."""
@@ -130,6 +136,7 @@ class Worker:
         assert job.id is not None
         log.info("job %s: %s %s (attempt %s)", job.id, job.kind, job.repo, job.attempts)
         beat_stop = threading.Event()
+        self._lease_lost = threading.Event()
         beat = threading.Thread(target=self._heartbeat, args=(job.id, beat_stop), daemon=True)
         beat.start()
         try:
@@ -155,13 +162,26 @@ class Worker:
         return job
 
     def _heartbeat(self, job_id: int, stop: threading.Event) -> None:
+        last_beat = time.monotonic()
         while not stop.wait(self.config.heartbeat_seconds):
             try:
                 if not jobs.heartbeat(self.engine, job_id, self.worker_id):
                     log.warning("job %s was taken over by another worker", job_id)
+                    self._lease_lost.set()
                     return
+                last_beat = time.monotonic()
             except Exception:  # a missed beat is retried on the next tick
                 log.warning("heartbeat for job %s failed", job_id, exc_info=True)
+                if time.monotonic() - last_beat >= self.config.stale_seconds:
+                    # Long enough for another worker to have taken the job over.
+                    log.warning("job %s: lease lapsed while the queue was unreachable", job_id)
+                    self._lease_lost.set()
+                    return
+
+    def _check_lease(self, stage: str, done: int, total: int) -> None:
+        """Stop a run whose job another worker may own now, before it writes anything more."""
+        if self._lease_lost.is_set():
+            raise LeaseLost("this worker lost the job's lease; another worker owns it now")
 
     # --- job kinds ------------------------------------------------------------------
 
@@ -188,6 +208,7 @@ class Worker:
             self._close_run(run.id, None, str(exc))
             raise
         self._close_run(run.id, report, "")
+        self._check_lease("registry", 0, 1)
         state = self.store.repo_state(job.repo)
         with write_session(self.engine) as s:
             fresh = s.exec(select(Repo).where(Repo.full_name == job.repo)).first()
@@ -232,6 +253,7 @@ class Worker:
             force=force,
             include=include,
             exclude=exclude,
+            progress=self._check_lease,
         )
 
     def _delete(self, job: Job) -> None:

@@ -7,9 +7,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlmodel import Session, select
 
@@ -130,3 +131,60 @@ def _wait_for_run(services: Services, job_id: int | None, proc: subprocess.Popen
             return
         time.sleep(0.05)
     raise AssertionError("the worker never started the job")
+
+
+class _StealingEmbedder:
+    """Embeds normally; on the first batch another worker takes the job over."""
+
+    def __init__(self, inner: Embedder, steal: Callable[[], None]) -> None:
+        self._inner, self._steal, self.stolen = inner, steal, False
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not self.stolen:
+            self.stolen = True
+            self._steal()
+            time.sleep(1.5)  # the worker's next heartbeats find the job gone
+        return self._inner.embed(texts)
+
+
+def test_a_worker_that_lost_its_job_writes_nothing(world: GitHubWorld, embedder: Embedder) -> None:
+    services = Services()
+    try:
+        assert not services.commands().run(Invoker("cli", "ops"), f"repo add {REPO}").error
+        config = WorkerConfig.from_settings(services.indexer)
+        cache = open_embedding_cache(services.indexer)
+        assert Worker(services.engine, services.store, embedder, cache, config).run_one()
+        first = world.head()
+        second = world.commit_and_push(big_change(8))
+        job = jobs.enqueue(services.engine, REPO, "index", commit=second, reason="push")
+
+        def steal() -> None:  # what claim() does for a worker that found our lease stale
+            with Session(services.engine) as s:
+                row = s.get(Job, job.id)
+                assert row is not None
+                row.locked_by = "thief"
+                s.add(row)
+                s.commit()
+
+        slow = _StealingEmbedder(embedder, steal)
+        worker = Worker(services.engine, services.store, slow, cache, config)
+        assert worker.run_one() is not None and slow.stolen
+        state = services.store.repo_state(REPO)
+        assert state is not None and state.commit == first  # the store did not move on
+        repo = services.registry.get(REPO)
+        assert repo is not None and repo.last_indexed_commit == first
+        with Session(services.engine) as s:
+            row = s.get(Job, job.id)
+            run = s.exec(select(IndexRun).where(IndexRun.job_id == job.id)).one()
+        assert row is not None and row.locked_by == "thief"  # left to its new owner
+        assert "lost the job's lease" in run.error
+    finally:
+        services.close()
