@@ -169,6 +169,7 @@ class _AnswerTooSlow(Exception):
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception it was raised from or while handling."""
     seen: set[int] = set()
     found: list[BaseException] = []
     pending: list[BaseException | None] = [exc]
@@ -191,17 +192,10 @@ def _timed_out(exc: BaseException) -> bool:
 
 def _unreachable(exc: BaseException) -> bool:
     """No connection at all (refused, DNS, reset): LiteLLM reports it as an HTTP 500."""
-    seen: set[int] = set()
-    pending: list[BaseException | None] = [exc]
-    while pending:
-        current = pending.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, litellm.APIConnectionError | httpx.ConnectError | ConnectionError):
-            return True
-        pending += [current.__cause__, current.__context__]
-    return False
+    return any(
+        isinstance(c, litellm.APIConnectionError | httpx.ConnectError | ConnectionError)
+        for c in _causes(exc)
+    )
 
 
 def _status(exc: Exception) -> int | None:
