@@ -47,7 +47,13 @@ from bot.retrieval_cache import RetrievalCache  # noqa: E402
 from bot.settings import BotSettings  # noqa: E402
 from indexer.chunking import chunk_file  # noqa: E402
 from indexer.embed_cache import SqliteEmbeddingCache  # noqa: E402
-from indexer.embedding import Embedder, cache_key, embedding_text, load_embedder  # noqa: E402
+from indexer.embedding import (  # noqa: E402
+    Embedder,
+    WrappedEmbedder,
+    cache_key,
+    embedding_text,
+    load_embedder,
+)
 from indexer.models import Chunk  # noqa: E402
 from indexer.search import Searcher  # noqa: E402
 from indexer.sqlite_store import SqliteStore  # noqa: E402
@@ -202,25 +208,17 @@ EXTRA_CONFIGS = [
 ]
 
 
-class TimedEmbedder:
+class TimedEmbedder(WrappedEmbedder):
     """The configured embedder, recording how long each call takes (the question embedding)."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.seconds: list[float] = []
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         started = time.perf_counter()
         try:
-            return self.inner.embed(texts)
+            return self._inner.embed(texts)
         finally:
             self.seconds.append(time.perf_counter() - started)
 

@@ -23,7 +23,7 @@ from eval.metrics import Question
 from eval.settings import EvalSettings
 from indexer.backend import SearchBackend
 from indexer.embed_cache import SqliteEmbeddingCache
-from indexer.embedding import Embedder
+from indexer.embedding import Embedder, WrappedEmbedder
 from indexer.errors import CodeaskError
 from indexer.models import Hit
 from indexer.query import SEARCH_LISTS
@@ -63,7 +63,7 @@ VARIANTS: tuple[Variant, ...] = (
 )
 
 
-class SharedQueryVectors:
+class SharedQueryVectors(WrappedEmbedder):
     """An ``Embedder`` that computes each question's vector once for every configuration.
 
     Only the first configuration that embeds a question pays (and reports) the embed
@@ -71,16 +71,8 @@ class SharedQueryVectors:
     """
 
     def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._memo: dict[str, np.ndarray] = {}
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._memo]

@@ -72,6 +72,25 @@ def resolve_model_path(name: str) -> str:
     return name
 
 
+class WrappedEmbedder:
+    """An embedder that adds something around another one (a memo, a timer, a fault): it
+    keeps the inner model's name and dimension, so cache keys and stores stay the same."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._inner.embed(texts)
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from a local path (or a hub, where reachable).
 

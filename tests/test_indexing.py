@@ -16,7 +16,7 @@ import pytest
 
 from indexer.backend import StreamingWrites
 from indexer.embed_cache import SqliteEmbeddingCache
-from indexer.embedding import Embedder
+from indexer.embedding import Embedder, WrappedEmbedder
 from indexer.indexing import index_repository
 from indexer.models import Chunk, RepoState
 from indexer.search import Searcher
@@ -445,22 +445,15 @@ def test_a_streaming_store_gets_every_group_and_the_run_keeps_none_of_them(
     assert found and found[0].chunk.path == "shop/limits.py"
 
 
-class _SlowEmbedder:
+class _SlowEmbedder(WrappedEmbedder):
     """The real embedder, slowed down (as on a big repository, embedding is the slow
     stage), counting how far chunking has run ahead each time a group arrives."""
 
     def __init__(self, inner: Embedder, chunked: list[int], fail_at: int = 0) -> None:
-        self._inner, self._chunked, self._fail_at = inner, chunked, fail_at
+        super().__init__(inner)
+        self._chunked, self._fail_at = chunked, fail_at
         self.calls = 0
         self.ahead: list[int] = []
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1

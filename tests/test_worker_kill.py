@@ -17,7 +17,7 @@ from sqlmodel import Session, select
 from bot.commands import Invoker
 from bot.services import Services
 from indexer import jobs
-from indexer.embedding import Embedder
+from indexer.embedding import Embedder, WrappedEmbedder
 from indexer.registry import DONE, IndexRun, Job
 from indexer.search import Searcher
 from indexer.stores import open_embedding_cache
@@ -133,19 +133,12 @@ def _wait_for_run(services: Services, job_id: int | None, proc: subprocess.Popen
     raise AssertionError("the worker never started the job")
 
 
-class _StealingEmbedder:
+class _StealingEmbedder(WrappedEmbedder):
     """Embeds normally; on the first batch another worker takes the job over."""
 
     def __init__(self, inner: Embedder, steal: Callable[[], None]) -> None:
-        self._inner, self._steal, self.stolen = inner, steal, False
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
+        super().__init__(inner)
+        self._steal, self.stolen = steal, False
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not self.stolen:
