@@ -18,12 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sqlmodel import Session, col, select
-
-from acl.models import AuditEntry
 from acl.permissions import Access, AccessResolver, Place, Principal
 from bot.access import registered_repos
 from bot.answer import Answer, Source, source_list
+from bot.answer_records import AnsweredQuestion, load_answer, record_answer
 from indexer.errors import AccessDenied, CodeaskError, InvalidInput, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -128,22 +126,19 @@ class Asker:
         if access.reason:
             answer.notes.insert(0, access.reason)
         self._audit(question, access, answer)
+        self._record(question, answer)
         return answer
 
     def access(self, principal: Principal, place: Place) -> Access:
         """The repositories ``principal`` may see answers from in ``place`` (blocking)."""
         return self.resolver.allowed_repos(principal, place, registered_repos(self.services.store))
 
-    def question_text(self, question_id: str) -> str | None:
-        """The text of an audited question, for "answer me privately" (blocking)."""
-        engine = self.services.acl_store.engine
-        with Session(engine) as s:
-            row = s.exec(
-                select(AuditEntry)
-                .where(AuditEntry.request_id == question_id)
-                .order_by(col(AuditEntry.id).desc())
-            ).first()
-        return row.question if row is not None else None
+    def answered(self, question_id: str) -> AnsweredQuestion | None:
+        """The stored answer a button names, from any replica (blocking); None if unknown.
+
+        The caller authorizes the clicker (``bot.answer_records.seen_here``) before using it.
+        """
+        return load_answer(self.services.engine, question_id)
 
     # --- lazily built collaborators ------------------------------------------------------
 
@@ -228,6 +223,20 @@ class Asker:
             # The answer is already access-checked; a lost audit row is an operator alarm,
             # not a reason to leave the asker without a reply.
             log.exception("question %s: the audit entry could not be written", question.id)
+
+    def _record(self, question: Question, answer: Answer) -> None:
+        try:
+            record_answer(
+                self.services.engine,
+                question.id,
+                question.principal,
+                question.place,
+                question.text,
+                answer.sources,
+            )
+        except Exception:
+            # Its buttons will say the answer is gone; the answer itself still goes out.
+            log.exception("question %s: the answer record could not be written", question.id)
 
 
 def build_pipeline(services: Services) -> AnswerPipeline:

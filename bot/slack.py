@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,7 +23,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from acl.permissions import Place, Principal
-from bot.answer import Source
+from bot.answer_records import AnsweredQuestion, seen_here
 from bot.asking import Asker, History, Question
 from bot.commands import CommandResult, Commands, Invoker, is_admin
 from bot.feedback import record_feedback
@@ -51,10 +50,10 @@ log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 COMMAND = "/codeask"
-REMEMBERED_ANSWERS = 1000
 FAILURE_TEXT = (
     "Sorry, something went wrong and I could not answer; the error was logged (reference {id})."
 )
+NOT_HERE_TEXT = "That answer is not available to you here; please ask me again."
 EMPTY_QUESTION_TEXT = (
     "Ask me a question about the code, e.g. `@codeask where is the retry policy configured?`"
 )
@@ -127,7 +126,6 @@ class SlackBot:
             # Listeners post their own failure messages; bolt must not retry or swallow.
             raise_error_for_unhandled_request=False,
         )
-        self._answers: OrderedDict[str, list[Source]] = OrderedDict()
         self.app.middleware(self._drop_redeliveries)
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
@@ -209,7 +207,6 @@ class SlackBot:
         try:
             await reply.start()
             answer = await self.asker.ask(question, on_token=reply.feed)
-            self._remember(question.id, answer.sources)
             await reply.finish(
                 answer_messages(answer, question.id, self.services.acl.github_web_url)
             )
@@ -220,11 +217,6 @@ class SlackBot:
                 await reply.finish([failure])
             except Exception:
                 log.exception("question %s: could not deliver the failure notice", question.id)
-
-    def _remember(self, question_id: str, sources: list[Source]) -> None:
-        self._answers[question_id] = sources
-        while len(self._answers) > REMEMBERED_ANSWERS:
-            self._answers.popitem(last=False)
 
     async def _say(self, channel: str, thread_ts: str | None, message: SlackMessage) -> None:
         await call_slack(
@@ -275,7 +267,6 @@ class SlackBot:
         question = Question(Principal("slack", f"{team}:{user}"), place, text)
         try:
             answer = await self.asker.ask(question)
-            self._remember(question.id, answer.sources)
             messages = answer_messages(answer, question.id, self.services.acl.github_web_url)
         except Exception:
             log.exception("question %s failed", question.id)
@@ -312,6 +303,9 @@ class SlackBot:
 
     async def _on_feedback(self, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
         await ack()
+        if await self._authorized(body, action) is None:
+            await self._ephemeral(body, NOT_HERE_TEXT)
+            return
         verdict = "helpful" if action["action_id"] == ACTION_HELPFUL else "wrong"
         user = _action_user(body)
         await asyncio.to_thread(
@@ -325,24 +319,50 @@ class SlackBot:
         await self._ephemeral(body, thanks)
 
     async def _on_sources(self, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """The answer's sources, only if the clicker may read every one of them here."""
         await ack()
-        sources = self._answers.get(action["value"])
-        if sources is None:
-            await self._ephemeral(body, "These sources are no longer available; please ask again.")
+        answered = await self._authorized(body, action)
+        if answered is None or not await self._may_read(body, answered.repos):
+            await self._ephemeral(body, NOT_HERE_TEXT)
             return
-        details = source_details(sources, self.services.acl.github_web_url)
+        details = source_details(answered.sources, self.services.acl.github_web_url)
         await self._ephemeral(body, details.text, details.blocks)
 
     async def _on_private(self, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
         """Answer the same question again in the clicker's DM, with their own access."""
         await ack()
-        text = await asyncio.to_thread(self.asker.question_text, action["value"])
-        if not text:
-            await self._ephemeral(body, "I no longer have that question; please ask me in a DM.")
+        answered = await self._authorized(body, action)
+        if answered is None:
+            await self._ephemeral(body, NOT_HERE_TEXT)
             return
-        principal = Principal("slack", f"{_action_team(body)}:{body['user']['id']}")
         # chat.postMessage to a user id opens (or reuses) the app's DM with them.
-        await self.answer(Question(principal, Place("dm"), text), body["user"]["id"], None)
+        question = Question(_clicker(body), Place("dm"), answered.question)
+        await self.answer(question, body["user"]["id"], None)
+
+    async def _authorized(
+        self, body: dict[str, Any], action: dict[str, Any]
+    ) -> AnsweredQuestion | None:
+        """The answer the button names, if the clicker may act on it where they clicked."""
+        value = action.get("value")
+        if not isinstance(value, str) or not value:
+            return None
+        try:
+            answered = await asyncio.to_thread(self.asker.answered, value)
+        except Exception:
+            log.exception("could not read the answer a button named")
+            return None
+        if answered is None or not seen_here(answered, _clicker(body), _click_place(body)):
+            return None
+        return answered
+
+    async def _may_read(self, body: dict[str, Any], repos: frozenset[str]) -> bool:
+        """Access resolved again for the clicker in the place of the click; fails closed."""
+        try:
+            access = await asyncio.to_thread(self.asker.access, _clicker(body), _click_place(body))
+        except Exception as exc:
+            log.warning("access resolution for a click failed: %s", exc)
+            return False
+        return repos <= access.repos
 
     async def _ephemeral(
         self, body: dict[str, Any], text: str, blocks: list[Any] | None = None
@@ -393,6 +413,16 @@ class SlackBot:
 
 def _action_user(body: dict[str, Any]) -> str:
     return f"{_action_team(body)}:{body['user']['id']}"
+
+
+def _clicker(body: dict[str, Any]) -> Principal:
+    return Principal("slack", _action_user(body))
+
+
+def _click_place(body: dict[str, Any]) -> Place:
+    """Where the click happened: the channel of the payload (a DM's id starts with D)."""
+    channel = str((body.get("channel") or {}).get("id") or "")
+    return Place("dm") if channel.startswith("D") else Place("channel", channel)
 
 
 def _action_team(body: dict[str, Any]) -> str:

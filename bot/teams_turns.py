@@ -26,6 +26,7 @@ from botbuilder.schema import (
 )
 
 from acl.permissions import Place, Principal
+from bot.answer_records import seen_here
 from bot.commands import CommandResult, Commands, Invoker
 from bot.feedback import record_feedback
 from bot.teams_render import (
@@ -268,10 +269,13 @@ class CodeaskTeamsHandler(ActivityHandler):
         return ""
 
     async def _store_feedback(self, activity: Activity, feedback: Feedback) -> bool:
+        """Record a verdict only from someone who may see the answer where they clicked."""
         user = _aad_id(activity)
-        if (
-            not user
-            or await asyncio.to_thread(self.asker.question_text, feedback.question_id) is None
+        if not user:
+            return False
+        answered = await asyncio.to_thread(self.asker.answered, feedback.question_id)
+        if answered is None or not seen_here(
+            answered, Principal(PLATFORM, user), place_of(activity)
         ):
             return False
         engine = self.services.acl_store.engine

@@ -514,3 +514,32 @@ async def test_feedback_buttons_are_stored_from_submit_and_invoke(
     forged = teams.activity("", ALICE, TEAM_CHANNEL, value={**helpful, "question_id": "nope"})
     await teams.post(forged)
     assert feedback_for(engine, "nope") == []
+
+
+async def test_feedback_on_a_personal_answer_is_refused_to_anyone_else_and_anywhere_else(
+    teams: Teams, services: Services, llm: FakeLLM
+) -> None:
+    llm.script(Reply("The new key signs and the previous one only verifies [1]."))
+    activity = teams.activity(VAULT_Q, ALICE, "personal")
+    await teams.post(activity)
+    card = _card(teams.connector.sent(activity["conversation"]["id"])[-1])
+    helpful = next(a["data"] for a in card["actions"] if a["data"]["verdict"] == "helpful")
+    engine = services.acl_store.engine
+    for user, place in ((BOB, TEAM_CHANNEL), (BOB, "personal"), (ALICE, TEAM_CHANNEL)):
+        invoke = teams.activity("", user, place)
+        invoke |= {
+            "type": "invoke",
+            "name": "adaptiveCard/action",
+            "value": {"action": {"type": "Action.Execute", "verb": "feedback", "data": helpful}},
+        }
+        response = await teams.post(invoke)
+        assert response.status == 200 and "unknown" in await response.text()
+        submit = teams.activity("", user, place, value=helpful)
+        await teams.post(submit)
+    assert feedback_for(engine, helpful["question_id"]) == []
+
+    mine = teams.activity("", ALICE, "personal", value=helpful)
+    await teams.post(mine)
+    assert [(f.user_id, f.verdict) for f in feedback_for(engine, helpful["question_id"])] == [
+        (ALICE, "helpful")
+    ]
