@@ -6,10 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from acl.github import GitHubClient
-from acl.permissions import Access, AccessResolver, GitHubIdentity, Place, Principal
+from acl.permissions import AccessResolver, GitHubIdentity, Place, Principal
 from acl.settings import AclSettings
 from acl.store import AclStore
-from bot.answer import Answer
 from indexer.backend import SearchBackend
 from indexer.errors import ConfigError, InvalidInput
 
@@ -40,13 +39,6 @@ class AccessContext:
 def registered_repos(backend: SearchBackend) -> list[tuple[str, str]]:
     """(repo, visibility) of everything the search store holds."""
     return [(s.repo, s.visibility) for s in backend.repo_states()]
-
-
-def resolve_access(
-    context: AccessContext, backend: SearchBackend, principal: Principal, place: Place
-) -> Access:
-    """What ``principal`` may see in ``place``: the one code path of every front end."""
-    return context.resolver.allowed_repos(principal, place, registered_repos(backend))
 
 
 def parse_place(text: str | None) -> tuple[str, Place]:
@@ -98,7 +90,7 @@ def allowed_repo_set(
         context = AccessContext.from_settings()
         try:
             principal = cli_principal(context, as_github, platform)
-            access = resolve_access(context, backend, principal, where)
+            access = context.resolver.allowed_repos(principal, where, registered_repos(backend))
         finally:
             context.close()
         allowed = access.repos
@@ -111,29 +103,3 @@ def allowed_repo_set(
         for name in sorted(set(requested) - indexed):
             notify(f"{name} is not indexed (indexed: {', '.join(sorted(indexed)) or 'nothing'})")
     return allowed & frozenset(requested)
-
-
-def audit_answer(
-    context: AccessContext,
-    principal: Principal,
-    place: Place,
-    access: Access,
-    answer: Answer,
-    request_id: str = "",
-) -> None:
-    """Record who asked what where, the allowed repos and the cited places (never code)."""
-    context.store.record_audit(
-        platform=principal.platform,
-        user_id=principal.user_id,
-        github_login=access.github_login,
-        place=str(place),
-        question=answer.question,
-        allowed_repos=access.repos,
-        cited=[
-            (s.chunk.repo, s.chunk.path, s.chunk.start_line, s.chunk.end_line)
-            for s in answer.sources
-        ],
-        withheld=access.withheld,
-        reason=access.reason,
-        request_id=request_id,
-    )

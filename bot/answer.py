@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from indexer.models import Chunk, Hit
+from indexer.models import Chunk
 
 GITHUB_WEB = "https://github.com"
 NOT_FOUND_TEXT = "Not found in the indexed code."
@@ -80,12 +80,12 @@ def source_list(sources: list[Source]) -> str:
     )
 
 
-def extractive_answer(question: str, hits: list[Hit], shown: int = 3) -> Answer:
-    """The best chunks themselves, each with its citation: no generation, nothing invented."""
-    sources = [Source(i, h.chunk, h.score) for i, h in enumerate(hits[:shown], start=1)]
-    if not sources:
+def extractive_answer(question: str, sources: list[Source], shown: int = 3) -> Answer:
+    """The best sources themselves, each with its citation: no generation, nothing invented."""
+    kept = sources[:shown]
+    if not kept:
         return Answer(question, NOT_FOUND_TEXT, [], found=False)
-    return Answer(question, "The most relevant code I found:\n" + source_list(sources), sources)
+    return Answer(question, "The most relevant code I found:\n" + source_list(kept), kept)
 
 
 def not_found_answer(question: str, closest: list[Source]) -> Answer:

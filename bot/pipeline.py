@@ -18,8 +18,8 @@ from bot.answer import (
     Answer,
     Candidate,
     Source,
+    extractive_answer,
     not_found_answer,
-    source_list,
 )
 from bot.citations import (
     UNCITED_NOTE,
@@ -40,7 +40,6 @@ from indexer.errors import InvalidInput, UpstreamUnavailable
 from indexer.models import Chunk
 from indexer.search import Searcher
 
-EXTRACTIVE_SOURCES = 3
 CLOSEST_PLACES = 3
 
 
@@ -189,10 +188,7 @@ class AnswerPipeline:
             timings["context"] = time.perf_counter() - start
             sources = [e.source for e in entries]
             if self.llm is None:
-                shown = sources[:EXTRACTIVE_SOURCES]
-                result = Answer(
-                    question, "The most relevant code I found:\n" + source_list(shown), shown
-                )
+                result = extractive_answer(question, sources)
             else:
                 start = time.perf_counter()
                 messages = build_messages(question, entries, history)
