@@ -253,6 +253,8 @@ class SlackBot:
             text=message.text,
             blocks=message.blocks,
             response_type="ephemeral" if result.ephemeral or result.error else "in_channel",
+            unfurl_links=False,
+            unfurl_media=False,
         )
 
     async def _ask_ephemeral(
@@ -273,10 +275,21 @@ class SlackBot:
             messages = [text_message(FAILURE_TEXT.format(id=question.id))]
         first, *rest = messages
         await respond(
-            text=first.text, blocks=first.blocks, response_type="ephemeral", replace_original=True
+            text=first.text,
+            blocks=first.blocks,
+            response_type="ephemeral",
+            replace_original=True,
+            unfurl_links=False,
+            unfurl_media=False,
         )
         for message in rest:
-            await respond(text=message.text, blocks=message.blocks, response_type="ephemeral")
+            await respond(
+                text=message.text,
+                blocks=message.blocks,
+                response_type="ephemeral",
+                unfurl_links=False,
+                unfurl_media=False,
+            )
 
     async def _commands(self, client: AsyncWebClient, invoker: Invoker, user: str) -> Commands:
         ctx = self.services.command_context()

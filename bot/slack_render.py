@@ -4,6 +4,9 @@ Slack's mrkdwn is not Markdown: bold is ``*x*``, links are ``<url|text>``, and `
 ``<`` and ``>`` must be escaped everywhere, or a generated ``<!channel>`` would ping a
 whole channel. Section text is limited to 3000 characters and a message to 50 blocks,
 so long answers are split across sections and, beyond that, across messages.
+
+Generated text keeps only the links :mod:`bot.links` permits; any other URL is shown
+inert, and its text objects are ``verbatim`` so that Slack does not auto-link it either.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bot.answer import Answer, Source
+from bot.links import APP_TEXT, NO_LINKS, URL, LinkPolicy, answer_links, defang, inert, split_url
 
 Block = dict[str, Any]
 
@@ -35,8 +39,13 @@ WRITING_TEXT = "Writing the answer…"
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _INLINE = re.compile(
-    r"(?P<link>\[(?P<ltext>[^\]\n]+)\]\((?P<url>https?://[^)\s]+)\))"
+    r"(?P<image>!\[(?P<alt>[^\]\n]*)\]\((?P<iurl>https?://[^)\s]+)\))"
+    r"|(?P<link>\[(?P<ltext>[^\]\n]+)\]\((?P<url>https?://[^)\s]+)\))"
+    r"|(?P<slack><(?P<surl>https?://[^>\s|]+)\|(?P<sltext>[^>\n]*)>)"
     r"|(?P<auto><(?P<aurl>https?://[^>\s|]+)>)"
+    r"|(?P<anchor><a\s[^>\n]*?href\s*=\s*[\"']?(?P<hurl>[^\"'\s>]+)[\"']?[^>\n]*>"
+    r"(?P<htext>[^<\n]*)</a\s*>)"
+    rf"|(?P<bare>{URL.pattern})"
     r"|(?P<cite>\[(?P<nums>\d+(?:\s*,\s*\d+)*)\])"
     r"|(?P<bold>\*\*(?P<btext>[^\n]+?)\*\*|__(?P<btext2>[^\n]+?)__)"
     r"|(?P<strike>~~(?P<stext>[^\n]+?)~~)"
@@ -68,71 +77,109 @@ def link(url: str, text: str) -> str:
     return f"<{url}|{_link_text(text)}>"
 
 
-def markdown_to_mrkdwn(text: str, citations: Mapping[int, str] | None = None) -> str:
+def markdown_to_mrkdwn(
+    text: str, citations: Mapping[int, str] | None = None, links: LinkPolicy = APP_TEXT
+) -> str:
     """Markdown (as language models write it) → Slack mrkdwn.
 
     ``citations`` maps source numbers to URLs: ``[n]`` becomes a link to that source;
-    numbers without a URL stay plain text. Code keeps its content, escaped.
+    numbers without a URL stay plain text. Code keeps its content, escaped. ``links``
+    decides which URLs the text itself writes stay links: the default suits the
+    application's own text; generated text passes the policy of its answer, and every
+    other URL becomes :func:`inert_url` (images are never shown, at most linked).
     """
     citations = citations or {}
     out: list[str] = []
     pos = 0
     for m in _FENCE.finditer(text):
-        out.append(_prose(text[pos : m.start()], citations))
-        code = m.group(1).rstrip("\n")
+        out.append(_prose(text[pos : m.start()], citations, links))
+        code = defang(m.group(1).rstrip("\n"), links)
         out.append(f"```\n{escape(code)}\n```" if code else "```\n```")
         pos = m.end()
-    out.append(_prose(text[pos:], citations))
+    out.append(_prose(text[pos:], citations, links))
     return "".join(out)
 
 
-def _prose(text: str, citations: Mapping[int, str]) -> str:
+def inert_url(url: str, label: str = "") -> str:
+    """A URL that must not be a link: inline code, defanged (see :func:`bot.links.inert`).
+
+    Slack auto-links a bare URL unless the text object is ``verbatim``; the defanged text
+    still reads as a URL but leaves Slack no scheme and no host name to link, even where
+    ``verbatim`` does not apply (the notification text), and inline code keeps "_" or
+    "*" in it from turning into formatting.
+    """
+    shown = f"`{escape(inert(url))}`"
+    return f"{_plain(label, NO_LINKS)} ({shown})" if label.strip() else shown
+
+
+def _plain(text: str, links: LinkPolicy) -> str:
+    return escape(defang(text, links))
+
+
+def _prose(text: str, citations: Mapping[int, str], links: LinkPolicy) -> str:
     lines = []
     for line in text.split("\n"):
         if m := _HEADING.match(line):
-            inner = _with_inline_code(m.group(1).replace("**", ""), citations)
+            inner = _with_inline_code(m.group(1).replace("**", ""), citations, links)
             lines.append(f"*{inner}*" if inner else "")
         elif m := _BULLET.match(line):
-            lines.append(f"{m.group(1)}• {_with_inline_code(m.group(2), citations)}")
+            lines.append(f"{m.group(1)}• {_with_inline_code(m.group(2), citations, links)}")
         elif m := _QUOTE.match(line):
             # Slack renders a literal ">" at the start of a line as a quote.
-            lines.append(f">{_with_inline_code(m.group(1), citations)}")
+            lines.append(f">{_with_inline_code(m.group(1), citations, links)}")
         else:
-            lines.append(_with_inline_code(line, citations))
+            lines.append(_with_inline_code(line, citations, links))
     return "\n".join(lines)
 
 
-def _with_inline_code(text: str, citations: Mapping[int, str]) -> str:
+def _with_inline_code(text: str, citations: Mapping[int, str], links: LinkPolicy) -> str:
     out, pos = [], 0
     for m in _INLINE_CODE.finditer(text):
-        out.append(_inline(text[pos : m.start()], citations))
-        out.append(f"`{escape(m.group(1))}`")
+        out.append(_inline(text[pos : m.start()], citations, links))
+        out.append(f"`{_plain(m.group(1), links)}`")
         pos = m.end()
-    out.append(_inline(text[pos:], citations))
+    out.append(_inline(text[pos:], citations, links))
     return "".join(out)
 
 
-def _inline(text: str, citations: Mapping[int, str]) -> str:
+def _inline(text: str, citations: Mapping[int, str], links: LinkPolicy) -> str:
     out, pos = [], 0
     for m in _INLINE.finditer(text):
         out.append(escape(text[pos : m.start()]))
         pos = m.end()
-        if m.group("link"):
-            out.append(link(m.group("url"), m.group("ltext")))
+        if m.group("image"):  # never an image; a permitted URL is at most a link
+            out.append(_written_link(m.group("iurl"), m.group("alt"), links))
+        elif m.group("link"):
+            out.append(_written_link(m.group("url"), m.group("ltext"), links))
+        elif m.group("slack"):
+            out.append(_written_link(m.group("surl"), m.group("sltext"), links))
         elif m.group("auto"):
-            out.append(link(m.group("aurl"), m.group("aurl")))
+            out.append(_written_link(m.group("aurl"), "", links))
+        elif m.group("anchor"):
+            out.append(_written_link(m.group("hurl"), m.group("htext"), links))
+        elif m.group("bare"):
+            url = split_url(m)[0]
+            pos = m.start() + len(url)  # a closing ")" or a full stop is the sentence's
+            out.append(link(url, url) if links.permits(url) else inert_url(url))
         elif m.group("cite"):
             nums = [int(n) for n in re.split(r"\s*,\s*", m.group("nums"))]
             out.append("".join(_citation(n, citations) for n in nums))
         elif m.group("bold"):
             inner = m.group("btext") or m.group("btext2") or ""
-            out.append(f"*{_inline(inner, citations)}*")
+            out.append(f"*{_inline(inner, citations, links)}*")
         elif m.group("strike"):
-            out.append(f"~{_inline(m.group('stext'), citations)}~")
+            out.append(f"~{_inline(m.group('stext'), citations, links)}~")
         else:
-            out.append(f"_{_inline(m.group('itext'), citations)}_")
+            out.append(f"_{_inline(m.group('itext'), citations, links)}_")
     out.append(escape(text[pos:]))
     return "".join(out)
+
+
+def _written_link(url: str, label: str, links: LinkPolicy) -> str:
+    """A link the text wrote: live only when permitted, its label never carrying a URL."""
+    if not links.permits(url):
+        return inert_url(url, label)
+    return link(url, defang(label, links) or url)
 
 
 def _citation(number: int, citations: Mapping[int, str]) -> str:
@@ -150,13 +197,14 @@ def split_mrkdwn(text: str, limit: int = MAX_SECTION_CHARS) -> list[str]:
     current = ""
     in_code = False
     for line in _lines_within(text, limit - reserve):
+        # A line that opens a block must leave room for the "```" a later cut closes it with.
+        in_code_after = in_code != (line.count("```") % 2 == 1)
         candidate = f"{current}\n{line}" if current else line
-        if len(candidate) + (len("\n```") if in_code else 0) > limit and current:
+        if len(candidate) + (len("\n```") if in_code_after else 0) > limit and current:
             pieces.append(current + ("\n```" if in_code else ""))
             candidate = ("```\n" if in_code else "") + line
         current = candidate
-        if line.count("```") % 2 == 1:
-            in_code = not in_code
+        in_code = in_code_after
     if current.strip():
         pieces.append(current)
     return pieces or [""]
@@ -181,15 +229,24 @@ def _lines_within(text: str, width: int) -> list[str]:
     return out
 
 
-def _section(text: str) -> Block:
-    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+def _section(text: str, *, verbatim: bool = False) -> Block:
+    return {"type": "section", "text": _mrkdwn(text, verbatim)}
 
 
 def _context(texts: Sequence[str]) -> Block:
     return {
         "type": "context",
-        "elements": [{"type": "mrkdwn", "text": t[:MAX_SECTION_CHARS]} for t in texts],
+        "elements": [_mrkdwn(t[:MAX_SECTION_CHARS], False) for t in texts],
     }
+
+
+def _mrkdwn(text: str, verbatim: bool) -> Block:
+    # verbatim: Slack neither auto-links URLs nor turns names into mentions in the text;
+    # links written as <url|text> still work. Set wherever generated text is shown.
+    obj: Block = {"type": "mrkdwn", "text": text}
+    if verbatim:
+        obj["verbatim"] = True
+    return obj
 
 
 def _button(text: str, action_id: str, value: str, style: str | None = None) -> Block:
@@ -236,8 +293,8 @@ def answer_messages(answer: Answer, question_id: str, web_base: str) -> list[Sla
     and the sources and buttons always close the last one.
     """
     citations = {s.number: s.link(web_base) for s in answer.sources}
-    body = markdown_to_mrkdwn(answer.text, citations)
-    sections = [_section(piece) for piece in split_mrkdwn(body)]
+    body = markdown_to_mrkdwn(answer.text, citations, answer_links(answer.sources, web_base))
+    sections = [_section(piece, verbatim=True) for piece in split_mrkdwn(body)]
     tail: list[Block] = []
     if answer.notes:
         notes = [f":warning: {escape(n)}" for n in answer.notes]
@@ -291,17 +348,22 @@ def _fallback(mrkdwn: str) -> str:
 
 
 def progress_message(partial: str = "") -> SlackMessage:
-    """The placeholder, then the answer as it streams (citations not yet linked)."""
+    """The placeholder, then the answer as it streams (citations not yet linked, and no
+    URL the text writes: its sources are not known yet)."""
     if not partial.strip():
         return SlackMessage(SEARCHING_TEXT, [_context([f":mag: {SEARCHING_TEXT}"])])
     text = partial
     if text.count("```") % 2 == 1:
         text += "\n```"  # close a code block that is still being written
-    body = markdown_to_mrkdwn(text)
+    body = markdown_to_mrkdwn(text, links=NO_LINKS)
     if len(body) > MAX_SECTION_CHARS:
         body = "…" + body[-(MAX_SECTION_CHARS - 1) :]  # the newest part is what matters
     return SlackMessage(
-        _fallback(body), [_section(body), _context([f":hourglass_flowing_sand: {WRITING_TEXT}"])]
+        _fallback(body),
+        [
+            _section(body, verbatim=True),
+            _context([f":hourglass_flowing_sand: {WRITING_TEXT}"]),
+        ],
     )
 
 

@@ -28,6 +28,11 @@ MAX_RATE_LIMIT_WAIT = 30.0
 # The event loop may wake a timer a hair early; Retry-After means "not before".
 RETRY_MARGIN = 0.05
 RATE_LIMIT_ATTEMPTS = 4
+# Methods that post a new message. An unfurl fetches a URL the moment a message is posted,
+# with no click, and shows what the page returns: an answer that carries a URL must never
+# be unfurled. chat.update takes no unfurl arguments; an edit keeps the original post's.
+POSTING_METHODS = frozenset({"chat_postMessage", "chat_postEphemeral"})
+NO_UNFURLS = {"unfurl_links": False, "unfurl_media": False}
 
 
 def retry_after(error: SlackApiError, default: float = 1.0) -> float:
@@ -49,7 +54,12 @@ async def call_slack(
     attempts: int = RATE_LIMIT_ATTEMPTS,
     **kwargs: Any,
 ) -> AsyncSlackResponse:
-    """Call a Web API method, waiting out ``ratelimited`` answers (up to 30 s each)."""
+    """Call a Web API method, waiting out ``ratelimited`` answers (up to 30 s each).
+
+    Every message posted through here is posted with unfurling off.
+    """
+    if getattr(method, "__name__", "") in POSTING_METHODS:
+        kwargs = {**kwargs, **NO_UNFURLS}
     for attempt in range(attempts):
         try:
             return await method(**kwargs)

@@ -3,6 +3,10 @@
 Teams rejects a message over about 28 KB including the activity envelope, so a card is
 kept under ``CARD_BUDGET`` bytes of JSON: the answer text is shortened first (with a note
 pointing at the sources), then trailing sources are dropped.
+
+TextBlock Markdown turns ``[text](url)`` and bare URLs into links, so generated text keeps
+only the links :mod:`bot.links` permits and shows every other URL inert. Cards hold
+TextBlocks, a FactSet and buttons only: no image or hero element is built from an answer.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 
 from bot.answer import GITHUB_WEB, Answer, Source
 from bot.commands import CommandResult
+from bot.links import NO_LINKS, URL, LinkPolicy, answer_links, defang, inert, split_url
 
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
@@ -28,7 +33,27 @@ VERDICT_TITLES = {"helpful": "Helpful", "wrong": "Wrong or unhelpful"}
 
 Card = dict[str, Any]
 
-_CITATION = re.compile(r"\[(\d+)\]")
+# What generated text may write as a link, in Markdown, HTML or Slack's form, or bare. A
+# Markdown link's label may hold one level of brackets ("[[1]](…)"), its target one level
+# of parentheses and a title.
+_WRITTEN = re.compile(
+    r"(?P<image>!\[(?P<alt>[^\[\]\n]*)\]\((?P<iurl>[^()\s]*)(?:\s+\"[^\"\n]*\")?\))"
+    r"|(?P<link>\[(?P<ltext>(?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
+    r"\((?P<url>[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+\"[^\"\n]*\")?\))"
+    r"|(?P<angle><(?P<aurl>[a-zA-Z][a-zA-Z0-9+.\-]*:[^>\s|]*)(?:\|(?P<atext>[^>\n]*))?>)"
+    r"|(?P<anchor>(?i:<a\s[^>\n]*?href\s*=\s*[\"']?(?P<hurl>[^\"'\s>]+)[\"']?[^>\n]*>"
+    r"(?P<htext>[^<\n]*)</a\s*>))"
+    rf"|(?P<bare>{URL.pattern})"
+    r"|(?P<cite>\[(?P<num>\d+)\])"
+)
+# (form, its URL group, its label group) for the forms of _WRITTEN that carry a URL; an
+# image is at most a link, never shown.
+_FORMS = (
+    ("image", "iurl", "alt"),
+    ("link", "url", "ltext"),
+    ("angle", "aurl", "atext"),
+    ("anchor", "hurl", "htext"),
+)
 
 
 @dataclass(frozen=True)
@@ -42,18 +67,42 @@ class Feedback:
 def linked_text(text: str, sources: list[Source], web_base: str = GITHUB_WEB) -> str:
     """``[n]`` markers become Markdown links to the commit-pinned lines of source ``n``.
 
-    Markers with no such source stay as written; links come from the sources, never from
-    the generated text.
+    Markers with no such source stay as written. A link the text writes itself stays a
+    link only to a URL the answer's sources permit (:func:`bot.links.answer_links`);
+    any other URL, and every image, is shown as inert text.
     """
-    by_number = {s.number: s for s in sources}
+    return _written_links(
+        text, {s.number: s for s in sources}, answer_links(sources, web_base), web_base
+    )
 
-    def link(match: re.Match[str]) -> str:
-        source = by_number.get(int(match.group(1)))
-        if source is None:
-            return match.group(0)
-        return f"[[{source.number}]]({_url(source, web_base)})"
 
-    return _CITATION.sub(link, text)
+def _written_links(
+    text: str, by_number: dict[int, Source], links: LinkPolicy, web_base: str
+) -> str:
+    def render(match: re.Match[str]) -> str:
+        if match.group("cite"):
+            source = by_number.get(int(match.group("num")))
+            if source is None:
+                return match.group(0)
+            return f"[[{source.number}]]({_url(source, web_base)})"
+        if match.group("bare"):
+            url, tail = split_url(match)
+            return written_link(url, "") + tail
+        for kind, url_group, label_group in _FORMS:
+            if match.group(kind):
+                return written_link(match.group(url_group), match.group(label_group) or "")
+        raise AssertionError(match.group(0))
+
+    def written_link(url: str, label: str) -> str:
+        if links.permits(url) and url.startswith(("http://", "https://")):
+            return f"[{_escape(defang(label, links)) or _escape(url)}]({_safe_url(url)})"
+        shown = _escape(inert(url))
+        if not label.strip():
+            return shown
+        return f"{_written_links(label, by_number, links, web_base)} ({shown})"
+
+    # A "!" the text put before a link made here would turn that link into an image.
+    return re.sub(r"!(?=\[)", r"\\!", _WRITTEN.sub(render, text))
 
 
 def answer_card(
@@ -91,8 +140,11 @@ def answer_card(
 
 
 def progress_text(partial: str) -> str:
-    """The text of a 1:1 answer while it is still being written."""
-    return (partial.rstrip() + " …") if partial.strip() else "Searching the indexed code …"
+    """The text of a 1:1 answer while it is still being written (no URL it writes is a
+    link yet: its sources are not known until it is done)."""
+    if not partial.strip():
+        return "Searching the indexed code …"
+    return _written_links(partial.rstrip(), {}, NO_LINKS, GITHUB_WEB) + " …"
 
 
 def command_card(result: CommandResult, budget: int = CARD_BUDGET) -> Card:
@@ -189,8 +241,12 @@ def _source_value(source: Source, web_base: str) -> str:
 
 
 def _url(source: Source, web_base: str) -> str:
+    return _safe_url(source.link(web_base))
+
+
+def _safe_url(url: str) -> str:
     # Spaces and parentheses would end a Markdown link early.
-    return source.link(web_base).replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
 
 
 def _escape(text: str) -> str:
