@@ -297,9 +297,8 @@ class _CodeWalker:
                 return f"{rtype[-1]}.{_text(method)}" if rtype else _text(method)
         if node.type == "impl_item":
             impl_type = node.child_by_field_name("type")
-            trait = node.child_by_field_name("trait")
-            if impl_type is not None:
-                return _text(impl_type) if trait is None else f"{_text(impl_type)}"
+            if impl_type is not None:  # `impl Trait for Type` is named by its type too
+                return _text(impl_type)
         if node.type == "type_declaration":
             for child in node.named_children:
                 name = child.child_by_field_name("name")
