@@ -108,16 +108,17 @@ def bulk_index(
     docs: Sequence[tuple[str, dict[str, Any]]],
     *,
     routed: bool = False,
+    op: str = "index",
     **options: Any,
 ) -> None:
-    """Index (upsert) ``(id, source)`` pairs; see :func:`bulk_write`.
+    """Index (upsert) ``(id, source)`` pairs, or ``op="create"`` them; see :func:`bulk_write`.
 
     ``routed``: each document goes to the shard of its ``repo`` (CODEASK_OPENSEARCH_ROUTING).
     """
 
     def action(doc_id: str, source: dict[str, Any]) -> str:
         meta = {"_id": doc_id, "routing": source["repo"]} if routed else {"_id": doc_id}
-        return json.dumps({"index": meta})
+        return json.dumps({op: meta})
 
     lines = [
         (doc_id, action(doc_id, source) + "\n" + json.dumps(source) + "\n")
@@ -144,6 +145,26 @@ def bulk_delete(
     bulk_write(client, url, index, lines, **options)
 
 
+def bulk_update(
+    client: OpenSearch,
+    url: str,
+    index: str,
+    ids: Sequence[str],
+    fields: dict[str, Any],
+    *,
+    routing: str | None = None,
+    **options: Any,
+) -> None:
+    """Set ``fields`` (None clears one) on existing documents; see :func:`bulk_write`."""
+    meta: dict[str, str] = {} if routing is None else {"routing": routing}
+    doc = json.dumps({"doc": fields})
+    lines = [
+        (doc_id, json.dumps({"update": {"_id": doc_id, **meta}}) + "\n" + doc + "\n")
+        for doc_id in ids
+    ]
+    bulk_write(client, url, index, lines, **options)
+
+
 def bulk_write(
     client: OpenSearch,
     url: str,
@@ -154,11 +175,13 @@ def bulk_write(
     retry_delays: Sequence[float] = DEFAULT_RETRY_DELAYS,
     refresh: bool = False,
     sleep: Callable[[float], None] = time.sleep,
+    conflicts: list[str] | None = None,
 ) -> None:
     """Send ``(id, NDJSON action)`` pairs in batches; back off and retry on 429/5xx.
 
     Every batch is attempted; permanent per-document errors are collected and reported
     together at the end as one StoreUnavailable (so the caller records nothing as done).
+    With ``conflicts``, the ids a ``create`` found taken are added to it instead.
     """
     failed: list[tuple[str, str]] = []
     for start in range(0, len(lines), batch_docs):
@@ -183,6 +206,8 @@ def bulk_write(
                 if status in RETRY_STATUSES or status >= 500:
                     retry.append((doc_id, line))
                     last_error = StoreUnavailable(f"{status} {result.get('error', '')}")
+                elif op == "create" and status == 409 and conflicts is not None:
+                    conflicts.append(doc_id)
                 elif status >= 300 and not (op == "delete" and status == 404):
                     error = result.get("error", {})
                     failed.append((doc_id, f"{error.get('type', status)}: {error.get('reason')}"))

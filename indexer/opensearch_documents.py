@@ -1,7 +1,8 @@
-"""Chunks ↔ OpenSearch documents, and the two query bodies of one hybrid search."""
+"""Chunks ↔ OpenSearch documents, and the query bodies of one hybrid search."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from indexer.tokens import query_terms
 # the embedded store's 0.710 (weights chosen on the golden sets, eval/README.md).
 BM25_FIELDS = ("symbol^2", "path.words", "header^0.1", "text")
 BM25_TYPE = "cross_fields"
-_HIDDEN_SOURCE = ["embedding", "run"]
+_HIDDEN_SOURCE = ["embedding", "run", "retired"]
 
 
 def chunk_source(chunk: Chunk, vector: np.ndarray, run: str) -> dict[str, Any]:
@@ -72,23 +73,48 @@ def repo_state_of(source: dict[str, Any]) -> RepoState | None:
     )
 
 
-def _filtered(must: dict[str, Any], repo_filter: dict[str, Any], n: int) -> dict[str, Any]:
-    """A scored text query over the allowed repositories only."""
+def visible_filter(repos: Iterable[str], hidden_runs: Iterable[str] = ()) -> dict[str, Any]:
+    """The chunks a search may see: those of ``repos`` that a committed run wrote and no
+    committed run replaced. ``hidden_runs`` are the runs still pending in those repos.
+
+    A document without ``run`` or ``retired`` (an index from before them) is visible.
+    """
+    hidden = sorted(set(hidden_runs))
+    must_not = [replaced_for_good(hidden)]
+    if hidden:
+        must_not.insert(0, {"terms": {"run": hidden}})
+    return {"bool": {"filter": [{"terms": {"repo": sorted(repos)}}], "must_not": must_not}}
+
+
+def replaced_for_good(pending_runs: Iterable[str]) -> dict[str, Any]:
+    """Chunks replaced by a run that has committed (any run not in ``pending_runs``)."""
+    replaced: dict[str, Any] = {"filter": [{"exists": {"field": "retired"}}]}
+    pending = sorted(set(pending_runs))
+    if pending:
+        replaced["must_not"] = [{"terms": {"retired": pending}}]
+    return {"bool": replaced}
+
+
+def _filtered(must: dict[str, Any], allowed: dict[str, Any], n: int) -> dict[str, Any]:
+    """A scored text query over the visible chunks of the allowed repositories only."""
     return {
         "size": n,
         "track_total_hits": False,
         "_source": {"excludes": _HIDDEN_SOURCE},
-        "query": {"bool": {"must": must, "filter": [repo_filter]}},
+        "query": {"bool": {"must": must, "filter": [allowed]}},
     }
 
 
-def search_bodies(request: SearchRequest) -> dict[str, dict[str, Any]]:
-    """The BM25, symbol and k-NN searches (by list name), all filtered to ``request.repos``.
+def search_bodies(
+    request: SearchRequest, hidden_runs: Iterable[str] = ()
+) -> dict[str, dict[str, Any]]:
+    """The BM25, symbol and k-NN searches (by list name), each filtered to the chunks of
+    ``request.repos`` that are visible (:func:`visible_filter`).
 
     The query text goes through ``query_terms`` (stop words out, identifiers whole and
     split), as in the embedded store, so both stores score the same terms.
     """
-    repo_filter = {"terms": {"repo": sorted(request.repos)}}
+    allowed = visible_filter(request.repos, hidden_runs)
     n = request.candidates
     bodies: dict[str, dict[str, Any]] = {}
     terms = query_terms(request.text) if "bm25" in request.lists else []
@@ -102,7 +128,7 @@ def search_bodies(request: SearchRequest) -> dict[str, dict[str, Any]]:
                     "operator": "or",
                 }
             },
-            repo_filter,
+            allowed,
             n,
         )
     names = symbol_terms(request.text) if "symbol" in request.lists else []
@@ -110,7 +136,7 @@ def search_bodies(request: SearchRequest) -> dict[str, dict[str, Any]]:
         # Whole identifiers against the symbol's tokens, stemmed like the index but not
         # split again (the embedded store matches the whole token too).
         symbol = {"match": {"symbol": {"query": " ".join(names), "analyzer": "english"}}}
-        bodies["symbol"] = _filtered(symbol, repo_filter, n)
+        bodies["symbol"] = _filtered(symbol, allowed, n)
     if "knn" in request.lists and request.embedding is not None:
         bodies["knn"] = {
             "size": n,
@@ -122,8 +148,9 @@ def search_bodies(request: SearchRequest) -> dict[str, dict[str, Any]]:
                         "vector": [float(x) for x in request.embedding],
                         "k": n,
                         # Inside the k-NN clause: Lucene filters while walking the graph,
-                        # so k hits come back from the allowed repos, never a filtered top-k.
-                        "filter": repo_filter,
+                        # so k hits come back from the visible chunks of the allowed repos,
+                        # never a filtered top-k.
+                        "filter": allowed,
                     }
                 }
             },

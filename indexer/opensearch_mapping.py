@@ -10,7 +10,10 @@ from typing import Any
 
 # Bump when the analysis chain or the mapping changes in a way old indices do not have;
 # ``check_mapping`` then refuses the old index and the migration path takes over.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# Fields a later version only adds: an index of the version before gets them in place
+# (``in_place_upgrade``), as its documents read right without them. 3: ``retired``.
+_ADDED_IN = {3: ("retired",)}
 
 # Splits identifiers at case changes, acronym runs, underscores and digits, keeping the
 # whole token: ``parseHTTPRequest`` → parsehttprequest, parse, http, request. This is what
@@ -74,9 +77,12 @@ def chunk_properties(dimension: int, encoding: str = "float") -> dict[str, Any]:
         "kind": _KEYWORD,
         "commit": _KEYWORD,
         "blob_sha": _KEYWORD,
-        # The write that stored the document: old chunks of a replaced file are deleted as
-        # "same repo and path, another run", which needs no list of new ids.
+        # The run (generation) that stored the document: hidden from searches while that
+        # run is pending in the repository state (opensearch_store, "Consistency").
         "run": _KEYWORD,
+        # The run that replaced the document: hidden once that run has committed, until
+        # then still searchable. Missing on every live document.
+        "retired": _KEYWORD,
         "path": {
             "type": "keyword",
             "fields": {
@@ -210,3 +216,24 @@ def check_mapping(
             )
         expected = {k: v for k, v in expected.items() if k != "embedding"}
     return problems + _walk(expected, actual, "")
+
+
+def in_place_upgrade(
+    mapping: dict[str, Any], dimension: int, routing: bool = False, encoding: str = "float"
+) -> dict[str, Any] | None:
+    """The ``put_mapping`` body that brings an index of the previous schema version up to
+    this one by adding fields, or None when that is not enough (or nothing is needed)."""
+    version = mapping.get("_meta", {}).get("codeask_schema")
+    added = _ADDED_IN.get(SCHEMA_VERSION, ())
+    if version != SCHEMA_VERSION - 1 or not added:
+        return None
+    properties = chunk_properties(dimension, encoding)
+    new = {name: properties[name] for name in added}
+    upgraded = {
+        **mapping,
+        "_meta": {**mapping.get("_meta", {}), "codeask_schema": SCHEMA_VERSION},
+        "properties": {**mapping.get("properties", {}), **new},
+    }
+    if check_mapping(upgraded, dimension, routing, encoding):
+        return None
+    return {"_meta": upgraded["_meta"], "properties": new}

@@ -2,8 +2,11 @@
 
 ``codeask migrate-index`` (or :func:`migrate`) does, without touching the serving index:
 
-1. create ``<alias>-v<N+1>`` with the mapping this codeask writes (vector dimension from
-   the configured embedding model);
+0. an index of the previous schema version that only lacks fields gets them added (the
+   one change ever made to a serving index, ``OpenSearchStore.upgrade_in_place``), and
+   that is all;
+1. otherwise create ``<alias>-v<N+1>`` with the mapping this codeask writes (vector
+   dimension from the configured embedding model);
 2. when the vector dimension is unchanged, copy every chunk (scroll + bulk, so the
    analyzers and fields are rebuilt from the stored sources); when it changed, the old
    vectors are useless, so the new index starts empty;
@@ -57,12 +60,10 @@ def migrate(store: OpenSearchStore, dimension: int, *, delete_old: bool = False)
             f"{new} already exists (left by an interrupted migration?). Delete it and run "
             "the migration again."
         )
-    mapping = call(store.url, "read the mapping", lambda: client.indices.get_mapping(index=current))
-    old_dimension = mapping[current]["mappings"].get("properties", {}).get("embedding", {})
+    mapping = store.upgrade_in_place(current, dimension)
+    old_dimension = mapping.get("properties", {}).get("embedding", {})
     same_vectors = int(old_dimension.get("dimension", -1)) == dimension
-    if same_vectors and not check_mapping(
-        mapping[current]["mappings"], dimension, store.routing, store.encoding
-    ):
+    if same_vectors and not check_mapping(mapping, dimension, store.routing, store.encoding):
         return Migration(current, current, 0, reindex_needed=False)  # nothing to change
 
     body = chunk_index_body(

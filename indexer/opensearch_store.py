@@ -1,15 +1,15 @@
 """The production store: chunks in one OpenSearch index (BM25 + k-NN), repo state beside it.
 
-Writes are not transactional in OpenSearch, so ``apply_changes`` orders them instead:
-the new chunks are stored (each write tagged with a run id), then the chunks they replace
-are deleted, and only then the repository's state moves to the new commit. A run that
-fails part-way leaves its id in the state's ``pending`` list; ``file_blobs`` reports the
-files such a run touched as changed, so the next run redoes them and removes the debris.
+Writes are not transactional in OpenSearch, so searches get a consistent view instead:
+each indexing run is a generation of a repository's chunks, hidden while the run is
+pending in the repository's state and shown, with the chunks it replaces hidden, by the
+one state write that commits it (``opensearch_runs``). A search reads the states, hides
+what they say, and runs again if they changed while it ran.
 """
 
 from __future__ import annotations
 
-import uuid
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,20 +18,19 @@ import numpy as np
 from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
+from indexer import opensearch_runs as runs
 from indexer.backend import fuse
 from indexer.errors import ConfigError, StoreUnavailable
 from indexer.models import Chunk, Hit, RepoState, SearchRequest
 from indexer.opensearch_client import (
     DEFAULT_RETRY_DELAYS,
-    bulk_delete,
-    bulk_index,
     call,
     connect,
     public_url,
     translate,
 )
 from indexer.opensearch_documents import (
-    chunk_source,
+    replaced_for_good,
     repo_state_of,
     search_bodies,
     source_chunk,
@@ -40,12 +39,18 @@ from indexer.opensearch_mapping import (
     CONCURRENT_SEARCH_SETTING,
     check_mapping,
     chunk_index_body,
+    in_place_upgrade,
     state_index_body,
 )
+from indexer.opensearch_runs import WriteRun
 from indexer.settings import IndexerSettings
 
-_TERMS_PER_QUERY = 1000  # well under index.max_terms_count (65 536)
-_DELETE_PAGE = 5000
+# Searches run again while the repositories' states change under them; past this many,
+# the last answer stands (it takes that many runs beginning or committing in a row).
+_VIEW_ATTEMPTS = 5
+_MAX_PENDING_STATES = 10_000  # index.max_result_window
+
+log = logging.getLogger(__name__)
 
 
 def state_index_name(alias: str) -> str:
@@ -59,13 +64,12 @@ def _missing_index(response: dict[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class WriteRun:
-    """One indexing run's writes: its id (every chunk it writes carries it) and the runs
-    that were still pending when it began, whose leftovers it removes when it finishes."""
+class _View:
+    """What a search hides (the pending runs) and the version of the states it read."""
 
-    repo: str
-    run: str
-    earlier_pending: list[str]
+    newest: float | None
+    states: float | None
+    hidden: frozenset[str]
 
 
 class OpenSearchStore:
@@ -137,9 +141,10 @@ class OpenSearchStore:
         return str(next(iter(found)))
 
     def ensure_schema(self, dimension: int) -> None:
-        """Create the indices, or check that the existing mapping fits; never changes one.
+        """Create the indices, or check that the existing mapping fits; never rebuilds one.
 
-        The one thing set on an existing index is the search-time segment concurrency
+        The things set on an existing index are fields the previous schema version lacks
+        (``upgrade_in_place``) and the search-time segment concurrency
         (``CODEASK_OPENSEARCH_CONCURRENT_SEGMENT_SEARCH``), a dynamic setting.
         """
         self._ensure_indices(dimension)
@@ -188,10 +193,8 @@ class OpenSearchStore:
                     f"The index {self.alias}-v1 exists but the alias {self.alias!r} does not "
                     "point to it. Add the alias or delete the index."
                 )
-        mappings = self._call("read the mapping", lambda: indices.get_mapping(index=index))
-        problems = check_mapping(
-            mappings[index]["mappings"], dimension, self.routing, self.encoding
-        )
+        mapping = self.upgrade_in_place(index, dimension)
+        problems = check_mapping(mapping, dimension, self.routing, self.encoding)
         if problems:
             raise ConfigError(
                 f"The OpenSearch index {index} (alias {self.alias}) does not fit this "
@@ -199,6 +202,18 @@ class OpenSearchStore:
                 "migrate-index` to build the next index version, copy or re-embed the chunks "
                 "and move the alias, or point CODEASK_OPENSEARCH_INDEX at a new alias."
             )
+
+    def upgrade_in_place(self, index: str, dimension: int) -> dict[str, Any]:
+        """The mapping of ``index``, first brought up to this schema version when that only
+        adds fields (their absence reads as the old behaviour: no reindex needed)."""
+        indices = self.client.indices
+        mapping = self._call("read the mapping", lambda: indices.get_mapping(index=index))
+        body = in_place_upgrade(mapping[index]["mappings"], dimension, self.routing, self.encoding)
+        if body is None:
+            return dict(mapping[index]["mappings"])
+        self._call("add fields to the mapping", lambda: indices.put_mapping(index=index, body=body))
+        mapping = self._call("read the mapping", lambda: indices.get_mapping(index=index))
+        return dict(mapping[index]["mappings"])
 
     def _create(self, index: str, body: dict[str, Any]) -> bool:
         """Create ``index``; False when another process created it first."""
@@ -234,25 +249,10 @@ class OpenSearchStore:
     # (indexer.backend.StreamingWrites).
 
     def begin_changes(self, repo: str) -> WriteRun:
-        prior = self._state_source(repo) or {"repo": repo}
-        run = WriteRun(repo, uuid.uuid4().hex, list(prior.get("pending", [])))
-        # Read back with a realtime get, so no refresh is needed for this marker.
-        self._put_state({**prior, "pending": [*run.earlier_pending, run.run]}, refresh=False)
-        return run
+        return runs.begin(self, repo)
 
     def write_chunks(self, run: WriteRun, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
-        if len(chunks) != len(vectors):
-            raise ValueError("one vector per chunk")
-        docs = [(c.id, chunk_source(c, v, run.run)) for c, v in zip(chunks, vectors, strict=True)]
-        bulk_index(
-            self.client,
-            self.url,
-            self.alias,
-            docs,
-            routed=self.routing,
-            batch_docs=self.batch_docs,
-            retry_delays=self.retry_delays,
-        )
+        runs.write(self, run, chunks, vectors)
 
     def finish_changes(
         self,
@@ -261,87 +261,13 @@ class OpenSearchStore:
         written_paths: Sequence[str],
         state: RepoState,
     ) -> None:
-        repo = run.repo
-        # Searches see the last refresh: without this one, the search for stale chunks
-        # would still see the old copy of a chunk rewritten under the same id, and delete it.
-        self._call("refresh the index", lambda: self.client.indices.refresh(index=self.alias))
-        paths = sorted(set(remove_paths) | set(written_paths))
-        for start in range(0, len(paths), _TERMS_PER_QUERY):
-            self._delete_chunks(
-                repo, {"terms": {"path": paths[start : start + _TERMS_PER_QUERY]}}, run.run
-            )
-        if run.earlier_pending:
-            self._delete_chunks(repo, {"terms": {"run": run.earlier_pending}}, run.run)
-
-        count = self._call(
-            "count chunks",
-            lambda: self.client.count(index=self.alias, body={"query": {"term": {"repo": repo}}}),
-        )["count"]
-        self._put_state(
-            {
-                "repo": repo,
-                "commit": state.commit,
-                "visibility": state.visibility,
-                "chunk_count": int(count),
-                "indexed_at": state.indexed_at,
-                "config_version": state.config_version,
-                "pending": [],
-            }
-        )
-
-    def _delete_chunks(self, repo: str, match: dict[str, Any], keep_run: str) -> None:
-        query = {
-            "bool": {
-                "filter": [{"term": {"repo": repo}}, match],
-                "must_not": [{"term": {"run": keep_run}}],
-            }
-        }
-        self._delete_where(repo, query)
-
-    def _delete_where(self, repo: str, query: dict[str, Any]) -> None:
-        """Delete every chunk of ``repo`` matching ``query``.
-
-        Search-then-bulk-delete rather than ``_delete_by_query``: that endpoint lives in the
-        optional ``reindex`` module, which minimal nodes (like the one scripts/opensearch.sh
-        assembles) do not have. Each round deletes what it found, so no paging is needed.
-        """
-        body = {"size": _DELETE_PAGE, "_source": False, "track_total_hits": False, "query": query}
-        routing = {"routing": repo} if self.routing else {}
-        while True:
-            response = self._call(
-                "find chunks to delete",
-                lambda: self.client.search(
-                    index=self.alias, body=body, ignore_unavailable=True, **routing
-                ),
-            )
-            ids = [h["_id"] for h in response["hits"]["hits"]]
-            if ids:
-                bulk_delete(
-                    self.client,
-                    self.url,
-                    self.alias,
-                    ids,
-                    **routing,
-                    batch_docs=self.batch_docs,
-                    retry_delays=self.retry_delays,
-                    refresh=True,  # the next round, and the caller's count, must not see them
-                )
-            if len(ids) < _DELETE_PAGE:
-                return
-
-    def _put_state(self, source: dict[str, Any], refresh: bool = True) -> None:
-        self._call(
-            "record the repository state",
-            lambda: self.client.index(
-                index=self.state_index, id=source["repo"], body=source, refresh=refresh
-            ),
-        )
+        runs.finish(self, run, remove_paths, written_paths, state)
 
     def delete_repo(self, repo: str) -> None:
         # Chunks first: if this fails half-way the state still lists the repo, so an
         # administrator sees it and can retry, instead of invisible searchable leftovers.
         if self._call("look up the index", lambda: self.client.indices.exists(index=self.alias)):
-            self._delete_where(repo, {"term": {"repo": repo}})
+            runs.delete_where(self, repo, {"term": {"repo": repo}})
         self._call(
             "delete the repository state",
             lambda: self.client.delete(index=self.state_index, id=repo, refresh=True, ignore=[404]),
@@ -404,12 +330,16 @@ class OpenSearchStore:
                 {"run": {"terms": {"field": "run"}}},
             ],
         }
-        while True:
-            body = {
-                "size": 0,
-                "query": {"term": {"repo": repo}},
-                "aggs": {"files": {"composite": composite}},
+        # Every chunk but those a committed run replaced: a pending run's files count as
+        # changed, whether it wrote them or was replacing them.
+        query = {
+            "bool": {
+                "filter": [{"term": {"repo": repo}}],
+                "must_not": [replaced_for_good(pending)],
             }
+        }
+        while True:
+            body = {"size": 0, "query": query, "aggs": {"files": {"composite": composite}}}
             response = self._call(
                 "list indexed files",
                 lambda body=body: self.client.search(
@@ -437,9 +367,55 @@ class OpenSearchStore:
     # --- search ---------------------------------------------------------------------
 
     def search(self, request: SearchRequest) -> list[Hit]:
+        """Fused hits from the chunks visible in one view of the repositories' states.
+
+        The states are read again after the search: if any of them changed meanwhile (a
+        run began or committed), the chunks may have moved under the search, so it runs
+        again in the new view.
+        """
         if not request.repos:
             return []  # fail closed: no repository, no query at all
-        bodies = search_bodies(request)
+        view = self._view(request.repos)
+        for _ in range(_VIEW_ATTEMPTS):
+            hits = self._search_in(request, view.hidden)
+            now = self._view(request.repos)
+            if now == view:
+                return hits
+            view = now
+        log.warning("the index kept changing during a search; answering from the last view")
+        return hits
+
+    def _view(self, repos: frozenset[str]) -> _View:
+        """The runs pending in ``repos`` and a version of their states.
+
+        In the one-shard state index every write takes the next sequence number, so the
+        highest one among ``repos`` and their number change whenever one of them does.
+        """
+        body = {
+            "size": _MAX_PENDING_STATES,
+            "track_total_hits": False,
+            "query": {"terms": {"repo": sorted(repos)}},
+            "post_filter": {"exists": {"field": "pending"}},
+            "_source": ["pending"],
+            "aggs": {
+                "newest": {"max": {"field": "_seq_no"}},
+                "states": {"value_count": {"field": "repo"}},
+            },
+        }
+        response = self._call(
+            "read the repository states",
+            lambda: self.client.search(index=self.state_index, body=body, ignore_unavailable=True),
+        )
+        aggs = response.get("aggregations", {})
+        hidden = frozenset(
+            run for h in response["hits"]["hits"] for run in h["_source"].get("pending", [])
+        )
+        return _View(
+            aggs.get("newest", {}).get("value"), aggs.get("states", {}).get("value"), hidden
+        )
+
+    def _search_in(self, request: SearchRequest, hidden_runs: frozenset[str]) -> list[Hit]:
+        bodies = search_bodies(request, hidden_runs)
         if not bodies:
             return []
         header: dict[str, Any] = {"index": self.alias}
@@ -459,8 +435,10 @@ class OpenSearchStore:
                     f"OpenSearch at {public_url(self.url)} failed the {name} search: "
                     f"{result['error']}"
                 )
-            hits = result["hits"]["hits"]
-            ranked[name] = [h["_id"] for h in hits]
-            for h in hits:
-                chunks.setdefault(h["_id"], source_chunk(h["_source"]))
+            # By chunk id, not document id: a chunk rewritten unchanged is stored beside
+            # the visible copy under another id until its run commits.
+            found = [source_chunk(h["_source"]) for h in result["hits"]["hits"]]
+            ranked[name] = list(dict.fromkeys(c.id for c in found))
+            for c in found:
+                chunks.setdefault(c.id, c)
         return fuse(request, ranked, chunks.values())

@@ -358,8 +358,7 @@ class SqliteStore:
     def _vector_matrix(self) -> tuple[np.ndarray, np.ndarray, dict[str, tuple[int, int]]]:
         """All vectors in memory ordered by repository, reloaded after the index changed."""
         conn = self._conn()
-        row = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        generation = row[0] if row else ""
+        generation = self._generation()
         with self._vectors_lock:
             if self._vectors is None or self._vectors[0] != generation:
                 rows = conn.execute(
@@ -381,7 +380,29 @@ class SqliteStore:
             _, ids, matrix, blocks = self._vectors
         return ids, matrix, blocks
 
+    # A search runs again when a write commits while it reads; past this many in a row,
+    # the last answer stands.
+    _SEARCH_ATTEMPTS = 5
+
     def search(self, request: SearchRequest) -> list[Hit]:
+        """Fused hits from one committed state of the index.
+
+        The lists and the chunks are read by separate statements (two connections): when a
+        write commits in between, ``generation`` has moved and the search runs again, so it
+        never mixes the chunks of two versions of a file, nor misses both.
+        """
+        for _ in range(self._SEARCH_ATTEMPTS):
+            before = self._generation()
+            hits = self._search_once(request)
+            if self._generation() == before:
+                return hits
+        return hits
+
+    def _generation(self) -> str:
+        row = self._conn().execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return str(row[0]) if row else ""
+
+    def _search_once(self, request: SearchRequest) -> list[Hit]:
         ranked: dict[str, list[str]] = {}
         # BM25 (SQLite) and k-NN (numpy) both release the GIL: run them side by side.
         pending = None
