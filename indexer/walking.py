@@ -6,7 +6,7 @@ import hashlib
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,12 +160,16 @@ def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFi
     """Yield each indexable file of ``root`` or why it was skipped.
 
     Symlinks are never followed out of the repository; binary, generated, vendored,
-    lock and oversized files are skipped; undecodable bytes are kept as they are (the
-    chunker replaces them when decoding).
+    lock and oversized files are skipped, and so are files the repository's
+    ``.gitattributes`` marks so; undecodable bytes are kept as they are (the chunker
+    replaces them when decoding).
     """
     root = root.resolve()
     listed = _git_listed_files(root) if is_git_repo(root) else None
     paths = listed if listed is not None else _walked_files(root)
+    marked = _git_attribute_skips(root, paths) if listed is not None else None
+    if marked is None:
+        marked = _parsed_attribute_skips(root, paths)
     for rel in paths:
         try:
             rel.encode("utf-8")
@@ -183,6 +187,9 @@ def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFi
             continue
         if _GENERATED_NAME.search(name):
             yield Skipped(rel, "generated or minified")
+            continue
+        if rel in marked:
+            yield Skipped(rel, marked[rel])
             continue
         language = language_for(rel)
         if language is None and not needs_shebang(rel):
@@ -236,3 +243,144 @@ def content_skip_reason(data: bytes) -> str | None:
 def _looks_minified(data: bytes) -> bool:
     lines = data.count(b"\n") + 1
     return len(data) > 5000 and len(data) / lines > 500
+
+
+# --- .gitattributes ------------------------------------------------------------------
+
+# Attributes that mark a file as not worth indexing: the value(s) that mark it, and the
+# reason given. ``binary`` is git's macro for "-diff -merge -text", so it is asked first.
+ATTRIBUTE_SKIPS: dict[str, tuple[frozenset[str], str]] = {
+    "binary": (frozenset({"set"}), "marked binary in .gitattributes"),
+    "diff": (frozenset({"unset"}), "marked -diff in .gitattributes"),
+    "linguist-generated": (
+        frozenset({"set", "true"}),
+        "marked linguist-generated in .gitattributes",
+    ),
+    "linguist-vendored": (frozenset({"set", "true"}), "marked linguist-vendored in .gitattributes"),
+}
+_BUILTIN_MACROS = {"binary": ["-diff", "-merge", "-text"]}
+
+
+def _attribute_reason(values: Mapping[str, str]) -> str | None:
+    for attr, (marking, reason) in ATTRIBUTE_SKIPS.items():
+        if values.get(attr) in marking:
+            return reason
+    return None
+
+
+def _git_attribute_skips(root: Path, paths: Sequence[str]) -> dict[str, str] | None:
+    """Path → reason for the files git's attributes mark, asked in one ``git check-attr``."""
+    if not paths:
+        return {}
+    data = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "check-attr", "-z", "--stdin", *ATTRIBUTE_SKIPS],
+            input=data,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        ).stdout
+    except (subprocess.SubprocessError, OSError):
+        return None  # the .gitattributes files are read directly instead
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    values: dict[str, dict[str, str]] = {}
+    for i in range(0, len(fields) - 2, 3):  # path NUL attribute NUL value NUL
+        values.setdefault(fields[i], {})[fields[i + 1]] = fields[i + 2]
+    return {p: r for p, v in values.items() if (r := _attribute_reason(v)) is not None}
+
+
+def _parsed_attribute_skips(root: Path, paths: Sequence[str]) -> dict[str, str]:
+    """The same for a folder that is not a git work tree: its ``.gitattributes`` files read
+    as git reads them (later lines and deeper files win; ``[attr]`` macros from the top
+    one; a trailing "/" pattern never matches a file). Quoted patterns are not read."""
+    files = sorted(
+        (p for p in paths if p == ".gitattributes" or p.endswith("/.gitattributes")),
+        key=lambda p: p.count("/"),
+    )
+    macros = dict(_BUILTIN_MACROS)
+    rules: list[tuple[str, re.Pattern[str], list[str]]] = []
+    for rel in files:
+        base = rel[: -len(".gitattributes")]
+        try:
+            text = (root / rel).read_text("utf-8", "replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            pattern, *attrs = line.split() or [""]
+            if not pattern or pattern.startswith(("#", "!", '"')):
+                continue  # a comment, a (forbidden) negation, a quoted pattern
+            if pattern.startswith("[attr]"):
+                if not base:  # git honours macros in the top-level file only
+                    macros[pattern[len("[attr]") :]] = attrs
+                continue
+            regex = _attribute_pattern(pattern)
+            if regex is not None:
+                rules.append((base, regex, attrs))
+    if not rules:
+        return {}
+    marked = {}
+    for path in paths:
+        values: dict[str, str] = {}
+        for base, regex, attrs in rules:
+            if path.startswith(base) and regex.fullmatch(path[len(base) :]):
+                _apply_attributes(values, attrs, macros)
+        if (reason := _attribute_reason(values)) is not None:
+            marked[path] = reason
+    return marked
+
+
+def _apply_attributes(
+    values: dict[str, str], attrs: list[str], macros: dict[str, list[str]]
+) -> None:
+    for token in attrs:
+        if token.startswith("-"):
+            values[token[1:]] = "unset"
+        elif token.startswith("!"):
+            values.pop(token[1:], None)
+        elif "=" in token:
+            name, _, value = token.partition("=")
+            values[name] = value
+        else:
+            values[token] = "set"
+            if token in macros:
+                _apply_attributes(values, macros[token], {})
+
+
+def _attribute_pattern(pattern: str) -> re.Pattern[str] | None:
+    """A gitattributes pattern as a regex over the path below its file's folder."""
+    if pattern.endswith("/"):
+        return None  # matches directories only, never the files inside them
+    if "/" not in pattern:  # a name, at any depth
+        return re.compile(r"(?:.*/)?" + _glob(pattern))
+    return re.compile(_glob(pattern.removeprefix("/")))
+
+
+def _glob(pattern: str) -> str:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i) and (i == 0 or pattern[i - 1] == "/"):
+            out.append(r"(?:.*/)?")  # "**/" at the start or "/**/": any folders, or none
+            i += 3
+        elif pattern.startswith("**", i) and i + 2 == len(pattern) and pattern[i - 1 : i] == "/":
+            out.append(r".*")  # a trailing "/**": everything inside
+            i += 2
+        elif pattern[i] == "*":
+            out.append(r"[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append(r"[^/]")
+            i += 1
+        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) != -1:
+            inner = pattern[i + 1 : end]
+            negated = inner[:1] in ("!", "^")
+            inner = inner[1:] if negated else inner
+            out.append("[" + ("^" if negated else "") + inner.replace("\\", "\\\\") + "]")
+            i = end + 1
+        elif pattern[i] == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from indexer.walking import Skipped, SourceFile, git_blob_sha, walk_repository
 from tests.conftest import git
@@ -135,3 +140,113 @@ def test_utf16_files_with_a_byte_order_mark_are_text_not_binary(
     chunks = chunk_file("tools/greet.py", "python", files["tools/greet.py"].data)
     greet = next(c for c in chunks if c.symbol == "greet")
     assert greet.end_line == 3 and "    return 'hi'" in greet.text  # lines as in the file
+
+
+ATTRIBUTED = {
+    ".gitattributes": (
+        "# how the repository describes its own files\n"
+        "*.sql -diff\n"
+        "fixtures/*.json binary\n"
+        "gen/** linguist-generated\n"
+        "third/** linguist-vendored=true\n"
+        "keep/*.py -diff\n"
+        "keep/ok.py diff\n"
+        "docs/*.md linguist-vendored=false\n"
+        "[attr]opaque -diff -text\n"
+        "*.pb.txt opaque\n"
+    ),
+    "src/app.py": "def main():\n    return 1\n",
+    "db/dump.sql": "INSERT INTO t VALUES (1);\n",
+    "fixtures/cards.json": '{"number": "4242"}\n',
+    "fixtures/readme.md": "# fixtures\n",
+    "gen/client/api.py": "def call():\n    return 2\n",
+    "third/lib.py": "x = 3\n",
+    "keep/hidden.py": "y = 4\n",
+    "keep/ok.py": "z = 5\n",
+    "docs/guide.md": "# guide\n",
+    "proto/msg.pb.txt": "name: 'x'\n",
+    "sub/.gitattributes": "*.py linguist-generated\nlocal.py -linguist-generated\n",
+    "sub/made.py": "a = 1\n",
+    "sub/local.py": "b = 2\n",
+}
+ATTRIBUTE_REASONS = {
+    "db/dump.sql": "marked -diff in .gitattributes",
+    "fixtures/cards.json": "marked binary in .gitattributes",
+    "gen/client/api.py": "marked linguist-generated in .gitattributes",
+    "third/lib.py": "marked linguist-vendored in .gitattributes",
+    "keep/hidden.py": "marked -diff in .gitattributes",
+    "proto/msg.pb.txt": "marked -diff in .gitattributes",
+    "sub/made.py": "marked linguist-generated in .gitattributes",
+}
+
+
+def test_files_gitattributes_marks_binary_generated_or_vendored_are_skipped_with_that_reason(
+    make_repo: Callable[[dict[str, str]], Path],
+) -> None:
+    root = make_repo(ATTRIBUTED)
+    (root / "db" / "seed.sql").write_text("INSERT INTO t VALUES (2);\n")  # untracked: git
+    files, skipped = walk(root)  # asks for it too
+    marked = {p: r for p, r in skipped.items() if ".gitattributes" in r}
+    assert marked == {**ATTRIBUTE_REASONS, "db/seed.sql": "marked -diff in .gitattributes"}
+    assert {"src/app.py", "keep/ok.py", "docs/guide.md", "fixtures/readme.md"} <= set(files)
+    assert "sub/local.py" in files  # a deeper .gitattributes wins
+
+
+def test_a_plain_folder_reads_its_gitattributes_as_git_does(tmp_path: Path) -> None:
+    for rel, text in ATTRIBUTED.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    files, skipped = walk(tmp_path)
+    assert {p: r for p, r in skipped.items() if ".gitattributes" in r} == ATTRIBUTE_REASONS
+    assert {"src/app.py", "keep/ok.py", "docs/guide.md", "sub/local.py"} <= set(files)
+
+
+PATTERNS = [
+    "*.py",
+    "/*.py",
+    "a/*.py",
+    "a/**",
+    "**/b/*.py",
+    "a/**/c.py",
+    "b/",
+    "c.py",
+    "/a/c.py",
+    "?.py",
+    "[ab]/c.py",
+    "[!a]/*.py",
+    "**/c.py",
+    "a/b/**",
+    "*",
+]
+ATTRS = [
+    "binary",
+    "-diff",
+    "diff",
+    "linguist-generated",
+    "linguist-vendored=true",
+    "!diff",
+    "opaque",  # the macro below, where the file defines it
+]
+TREE = ["c.py", "a/c.py", "a/b/c.py", "a/b/d/c.py", "b/c.py", "b/a/e.py", "x/b/c.py", "d.py", "e/b"]
+LINES = st.lists(st.tuples(st.sampled_from(PATTERNS), st.sampled_from(ATTRS)), max_size=5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(LINES, LINES)
+def test_reading_gitattributes_agrees_with_git_check_attr(
+    top: list[tuple[str, str]], inner: list[tuple[str, str]]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        git(root, "init", "-q")
+        for rel in TREE:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text("x = 1\n")
+        # A macro counts in the top file only: the inner one's definition is ignored.
+        for folder, lines, macro in (("", top, "-diff"), ("a/", inner, "binary")):
+            text = f"[attr]opaque {macro}\n" + "".join(f"{p} {a}\n" for p, a in lines)
+            (root / folder / ".gitattributes").write_text(text)
+        _, by_git = walk(root)  # a git work tree: git check-attr decides
+        shutil.rmtree(root / ".git")
+        _, by_reading = walk(root)  # a plain folder: the .gitattributes file is read
+    assert by_reading == by_git, (top, inner)
