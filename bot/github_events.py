@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
+from sqlalchemy import delete
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from indexer import jobs
 from indexer.registry import (
@@ -34,6 +36,8 @@ from indexer.registry import (
 log = logging.getLogger(__name__)
 
 CloneUrl = Callable[[str], str]  # owner/name → clone URL
+# GitHub lets an admin redeliver a delivery of the last three days; keep claims longer.
+DELIVERY_RETENTION = timedelta(days=7)
 
 
 @dataclass
@@ -58,10 +62,22 @@ class EventOutcome:
         }
 
 
-def claim_delivery(engine: Engine, delivery_id: str, event: str) -> bool:
-    """Record a delivery id; False when it was seen before (GitHub redelivers on timeouts)."""
+def claim_delivery(
+    engine: Engine, delivery_id: str, event: str, keep: timedelta = DELIVERY_RETENTION
+) -> bool:
+    """Record a delivery id; False when it was seen before (GitHub redelivers on timeouts).
+
+    Claims of the same ``event`` older than ``keep`` are dropped first, so the table holds
+    at most ``keep``'s worth of deliveries of each kind (a repeat after that is new again).
+    """
     try:
         with write_session(engine) as s:
+            s.exec(
+                delete(WebhookDelivery).where(
+                    col(WebhookDelivery.event) == event,
+                    col(WebhookDelivery.received_at) < utcnow() - keep,
+                )
+            )
             s.add(WebhookDelivery(delivery_id=delivery_id[:100], event=event))
             s.commit()
     except IntegrityError:

@@ -1,7 +1,9 @@
 """The aiohttp application behind ``codeask serve``.
 
 Routes owned here: ``GET /healthz`` (the process is up), ``GET /readyz`` (the metadata
-database and the search store answer) and ``POST /github/webhook``. Chat adapters mount
+database and the search store answer), ``POST /github/webhook`` and
+``GET /github/oauth/callback``. Bad input never gets a 5xx: bodies go through
+:mod:`bot.request_checks` (400, 401, 413, 415). Chat adapters mount
 their own routes without editing this file::
 
     def mount_slack(app: web.Application) -> None:
@@ -20,15 +22,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
-import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from bot.github_events import apply_event, claim_delivery, forget_delivery
+from bot.request_checks import BadRequest, parse_json_object
 from bot.services import Services
 from indexer.errors import AccessDenied, CodeaskError, ConfigError
 from indexer.reconcile import git_heads, reconcile
@@ -49,6 +52,7 @@ def create_app(
     """Build the application; ``mounts`` add adapter routes, ``reconcile_seconds`` overrides
     ``CODEASK_RECONCILE_SECONDS`` (0 disables the periodic reconcile)."""
     services = services or Services()
+    _log_malformed_http_as_warnings()
     app = web.Application(client_max_size=MAX_WEBHOOK_BYTES)
     app[SERVICES] = services
     app.router.add_get("/healthz", healthz)
@@ -73,6 +77,22 @@ def run(services: Services | None = None, *, mounts: Sequence[Mount] = ()) -> No
 
 async def _close_services(app: web.Application) -> None:
     await asyncio.to_thread(app[SERVICES].close)
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """The request body; 413 when it is over ``limit`` bytes (before reading, if declared)."""
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=declared)
+    body = await request.read()
+    if len(body) > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(body))
+    return body
+
+
+def bad_request(exc: BadRequest) -> web.Response:
+    """The JSON error answer to a request that ``bot.request_checks`` refused."""
+    return _error(exc.status, str(exc))
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -118,12 +138,14 @@ async def github_webhook(request: web.Request) -> web.Response:
         return _error(401, "bad or missing X-Hub-Signature-256")
     event = request.headers.get("X-GitHub-Event", "")
     delivery = request.headers.get("X-GitHub-Delivery", "") or f"local-{uuid.uuid4()}"
+    if not event:
+        return _error(400, "missing X-GitHub-Event")
+    if not (_plain_text(event) and _plain_text(delivery)):  # GitHub sends names and GUIDs
+        return _error(400, "X-GitHub-Event and X-GitHub-Delivery must be printable ASCII")
     try:
-        payload = json.loads(body)
-    except ValueError:
-        return _error(400, "body is not JSON")
-    if not event or not isinstance(payload, dict):
-        return _error(400, "missing X-GitHub-Event or a JSON object body")
+        payload = parse_json_object(body)
+    except BadRequest as exc:
+        return bad_request(exc)
 
     def handle() -> dict[str, Any]:
         if not claim_delivery(services.engine, delivery, event):
@@ -151,6 +173,8 @@ async def github_oauth_callback(request: web.Request) -> web.Response:
     from acl.linking import OAuthLinker, PendingConfirmation
 
     services = request.app[SERVICES]
+    if not (services.acl.github_oauth_client_id and services.acl.github_oauth_client_secret):
+        return _page(404, "Linking with GitHub is not enabled on this server.")
     state = request.query.get("state", "")
     code = request.query.get("code", "")
     if not state or not code:
@@ -217,6 +241,30 @@ def _registered_name(services: Services, payload: dict[str, Any]) -> str | None:
 
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
+
+
+def _plain_text(value: str) -> bool:
+    return value.isascii() and value.isprintable()
+
+
+class _MalformedHttpAsWarning(logging.Filter):
+    """aiohttp answers a malformed request (a request line or header over its limits, bad
+    framing) with 400 itself, but logs a traceback at ERROR: it is the client's fault, so
+    it becomes one warning line that repeats nothing the client sent."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 0) < 500:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args = "refused a malformed HTTP request (%s)", (type(exc).__name__,)
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def _log_malformed_http_as_warnings() -> None:
+    logger = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _MalformedHttpAsWarning) for f in logger.filters):
+        logger.addFilter(_MalformedHttpAsWarning())
 
 
 def _reconcile_every(

@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -28,7 +31,14 @@ from bot.asking import Asker, History, Question
 from bot.commands import CommandResult, Commands, Invoker, is_admin
 from bot.feedback import record_feedback
 from bot.github_events import claim_delivery
-from bot.server import SERVICES, Mount
+from bot.request_checks import (
+    SLACK_MAX_AGE_SECONDS,
+    BadRequest,
+    decode_utf8,
+    slack_body,
+    verify_slack_signature,
+)
+from bot.server import SERVICES, Mount, bad_request, read_body
 from bot.services import Services
 from bot.slack_home import gather_home, home_view
 from bot.slack_render import (
@@ -44,12 +54,19 @@ from bot.slack_render import (
 )
 from bot.slack_stream import StreamingReply, call_slack
 from bot.slack_threads import dm_turns, strip_mentions, thread_turns
-from indexer.errors import ConfigError
+from indexer.errors import AccessDenied, ConfigError
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 COMMAND = "/codeask"
+MAX_SLACK_BYTES = 1024 * 1024  # far above any event, command or interaction Slack sends
+# What must be a single header for our checks and bolt's parser to read the same request.
+SLACK_HEADERS = ("Content-Type", "X-Slack-Signature", "X-Slack-Request-Timestamp")
+# A signature verifies for five minutes either side of its timestamp; Slack retries an
+# event within minutes (after 1 and 5), so an hour covers every retry of an event id.
+SIGNATURE_RETENTION = timedelta(seconds=2 * SLACK_MAX_AGE_SECONDS + 300)
+EVENT_ID_RETENTION = timedelta(hours=1)
 FAILURE_TEXT = (
     "Sorry, something went wrong and I could not answer; the error was logged (reference {id})."
 )
@@ -137,19 +154,56 @@ class SlackBot:
         self.app.action(ACTION_PRIVATE)(self._on_private)
 
     async def handle(self, request: web.Request) -> web.Response:
-        """``POST /slack/events``: events, slash commands and interactions."""
-        bolt_response = await self.app.async_dispatch(await to_bolt_request(request))
-        return await to_aiohttp_response(bolt_response)
+        """``POST /slack/events``: events, slash commands and interactions.
+
+        The signature is checked on the raw bytes before anything parses them (401), then
+        the body's shape (400, 413, 415); bolt sees only requests that passed both.
+        """
+        if any(len(request.headers.getall(name, ())) > 1 for name in SLACK_HEADERS):
+            return web.json_response({"error": "a Slack header is repeated"}, status=400)
+        raw = await read_body(request, MAX_SLACK_BYTES)
+        secret = self.services.bot.slack_signing_secret
+        try:
+            verify_slack_signature(secret, request.headers, raw, time.time())
+        except AccessDenied as exc:
+            log.info("Slack request refused: %s", exc)
+            return web.json_response({"error": "unauthorized"}, status=401)
+        try:
+            text = decode_utf8(raw)
+            slack_body(request.headers.get("Content-Type", ""), text)
+        except BadRequest as exc:
+            log.info("signed Slack request refused: %s", exc)
+            return bad_request(exc)
+        bolt_request = AsyncBoltRequest(
+            body=text,
+            query=request.query_string,
+            headers=request.headers,  # type: ignore[arg-type]
+        )
+        return await to_aiohttp_response(await self.app.async_dispatch(bolt_request))
 
     # --- middleware ----------------------------------------------------------------
 
     async def _drop_redeliveries(
-        self, body: dict[str, Any], next: Callable[[], Awaitable[None]]
+        self, req: AsyncBoltRequest, body: dict[str, Any], next: Callable[[], Awaitable[None]]
     ) -> BoltResponse | None:
+        """Run each request once across replicas: a repeated signature is a replay (a slash
+        command or a click carries no id of its own; Slack re-signs every retry), a repeated
+        event id is Slack's redelivery. Both are acknowledged and dropped."""
+        engine = self.services.engine
+        signature = (req.headers.get("x-slack-signature") or [""])[0]  # none in Socket Mode
+        if signature:
+            key = f"slack-sig:{signature}"
+            first = await asyncio.to_thread(
+                claim_delivery, engine, key, "slack-sig", SIGNATURE_RETENTION
+            )
+            if not first:
+                log.info("Slack request replayed with a signature already used; ignored")
+                return BoltResponse(status=200, body="")
         event_id = body.get("event_id") if isinstance(body, dict) else None
         if event_id:
-            engine = self.services.engine
-            first = await asyncio.to_thread(claim_delivery, engine, f"slack:{event_id}", "slack")
+            first = await asyncio.to_thread(
+                claim_delivery, engine, f"slack:{event_id}", "slack", EVENT_ID_RETENTION
+            )
             if not first:
                 log.info("Slack redelivered %s; already handled", event_id)
                 return BoltResponse(status=200, body="")

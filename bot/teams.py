@@ -19,7 +19,8 @@ from botbuilder.core import InvokeResponse, TurnContext
 from botbuilder.integration.aiohttp import CloudAdapter
 from botbuilder.schema import Activity, ActivityTypes
 
-from bot.server import SERVICES
+from bot.request_checks import BadRequest, parse_json_object
+from bot.server import SERVICES, bad_request, read_body
 from bot.services import Services
 from bot.teams_auth import bot_framework_authentication
 from bot.teams_render import text_card
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 ROUTE = "/api/messages"
 TURN_FAILED = "Something went wrong while handling that; the error was logged."
+MAX_ACTIVITY_BYTES = 1024 * 1024  # far above any activity the Bot Connector sends
 
 
 class TeamsEndpoint:
@@ -60,11 +62,12 @@ class TeamsEndpoint:
         if "application/json" not in request.headers.get("Content-Type", ""):
             return web.json_response({"error": "expected application/json"}, status=415)
         try:
-            body = await request.json()
-            activity = Activity().deserialize(body) if isinstance(body, dict) else None
-        except ValueError:
-            activity = None
-        if activity is None:
+            activity = Activity().deserialize(
+                parse_json_object(await read_body(request, MAX_ACTIVITY_BYTES))
+            )
+        except BadRequest as exc:
+            return bad_request(exc)
+        except ValueError:  # the SDK's DeserializationError: a field of the wrong type
             return web.json_response({"error": "body is not an Activity"}, status=400)
         if not activity.type:
             return web.json_response({"error": "the activity has no type"}, status=400)
