@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from opensearchpy import exceptions as os_errors
@@ -24,8 +24,22 @@ from indexer.models import Chunk, RepoState
 from indexer.opensearch_client import bulk_delete, bulk_index, bulk_update, translate
 from indexer.opensearch_documents import chunk_source, replaced_for_good, visible_filter
 
-if TYPE_CHECKING:
-    from indexer.opensearch_store import OpenSearchStore
+
+class RunTarget(Protocol):
+    """What a run needs of the store (``OpenSearchStore``): its client, names and limits."""
+
+    client: Any
+    url: str
+    alias: str
+    state_index: str
+    routing: bool
+    batch_docs: int
+    retry_delays: tuple[float, ...]
+
+    def _call(self, what: str, fn: Any) -> Any: ...
+
+    def _state_source(self, repo: str) -> dict[str, Any] | None: ...
+
 
 _TERMS_PER_QUERY = 1000  # well under index.max_terms_count (65 536)
 _PAGE = 5000
@@ -42,7 +56,7 @@ class WriteRun:
     earlier_pending: list[str]
 
 
-def begin(store: OpenSearchStore, repo: str) -> WriteRun:
+def begin(store: RunTarget, repo: str) -> WriteRun:
     """Record a new run as pending (searches hide its chunks from now on), then remove
     what earlier runs left."""
     for _ in range(_STATE_ATTEMPTS):
@@ -64,7 +78,7 @@ def begin(store: OpenSearchStore, repo: str) -> WriteRun:
     return run
 
 
-def _forget(store: OpenSearchStore, run: WriteRun) -> None:
+def _forget(store: RunTarget, run: WriteRun) -> None:
     """Remove the chunks of the runs pending before ``run`` (hidden: they never committed)
     and their marks on the chunks they were replacing (visible, and so they stay)."""
     if run.earlier_pending:
@@ -74,9 +88,7 @@ def _forget(store: OpenSearchStore, run: WriteRun) -> None:
         )
 
 
-def write(
-    store: OpenSearchStore, run: WriteRun, chunks: Sequence[Chunk], vectors: np.ndarray
-) -> None:
+def write(store: RunTarget, run: WriteRun, chunks: Sequence[Chunk], vectors: np.ndarray) -> None:
     if len(chunks) != len(vectors):
         raise ValueError("one vector per chunk")
     docs = {c.id: chunk_source(c, v, run.run) for c, v in zip(chunks, vectors, strict=True)}
@@ -90,7 +102,7 @@ def write(
         _bulk_index(store, beside)
 
 
-def _held_by_others(store: OpenSearchStore, run: WriteRun, ids: Sequence[str]) -> list[str]:
+def _held_by_others(store: RunTarget, run: WriteRun, ids: Sequence[str]) -> list[str]:
     """Those of ``ids`` that another run's document holds (not a retried write of ours)."""
     routing = {"routing": run.repo} if store.routing else {}
     found = store._call(
@@ -103,9 +115,7 @@ def _held_by_others(store: OpenSearchStore, run: WriteRun, ids: Sequence[str]) -
     return [i for i in ids if i not in ours]
 
 
-def _bulk_index(
-    store: OpenSearchStore, docs: list[tuple[str, dict[str, Any]]], **options: Any
-) -> None:
+def _bulk_index(store: RunTarget, docs: list[tuple[str, dict[str, Any]]], **options: Any) -> None:
     bulk_index(
         store.client,
         store.url,
@@ -119,7 +129,7 @@ def _bulk_index(
 
 
 def finish(
-    store: OpenSearchStore,
+    store: RunTarget,
     run: WriteRun,
     remove_paths: Sequence[str],
     written_paths: Sequence[str],
@@ -152,11 +162,11 @@ def finish(
     delete_replaced(store, run)
 
 
-def _refresh(store: OpenSearchStore) -> None:
+def _refresh(store: RunTarget) -> None:
     store._call("refresh the index", lambda: store.client.indices.refresh(index=store.alias))
 
 
-def commit(store: OpenSearchStore, run: WriteRun, state: RepoState, chunk_count: int) -> None:
+def commit(store: RunTarget, run: WriteRun, state: RepoState, chunk_count: int) -> None:
     """The one write that moves searches from the old generation to this run's."""
     current, version = _versioned_state(store, run.repo)
     pending = _pending_unless_superseded(store, run, current)
@@ -174,7 +184,7 @@ def commit(store: OpenSearchStore, run: WriteRun, state: RepoState, chunk_count:
 
 
 def _pending_unless_superseded(
-    store: OpenSearchStore, run: WriteRun, state: dict[str, Any] | None = None
+    store: RunTarget, run: WriteRun, state: dict[str, Any] | None = None
 ) -> list[str]:
     """The repository's pending runs; an error when one began after ``run``, which took
     ``run`` for dead and removed its chunks."""
@@ -193,7 +203,7 @@ def _superseded(run: WriteRun) -> IndexingError:
     )
 
 
-def _versioned_state(store: OpenSearchStore, repo: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _versioned_state(store: RunTarget, repo: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The repository's state and the condition that a write of it replaces this one."""
     found = store._call(
         "read the repository state",
@@ -206,7 +216,7 @@ def _versioned_state(store: OpenSearchStore, repo: str) -> tuple[dict[str, Any],
 
 
 def _put_state_unless_changed(
-    store: OpenSearchStore, source: dict[str, Any], version: dict[str, Any]
+    store: RunTarget, source: dict[str, Any], version: dict[str, Any]
 ) -> bool:
     """Write (and refresh) a state unless another write of it came first: False then."""
     try:
@@ -220,12 +230,12 @@ def _put_state_unless_changed(
     return True
 
 
-def delete_replaced(store: OpenSearchStore, run: WriteRun) -> None:
+def delete_replaced(store: RunTarget, run: WriteRun) -> None:
     """Delete the chunks a committed run replaced (hidden since its commit)."""
     delete_where(store, run.repo, {"term": {"retired": run.run}})
 
 
-def delete_where(store: OpenSearchStore, repo: str, query: dict[str, Any]) -> None:
+def delete_where(store: RunTarget, repo: str, query: dict[str, Any]) -> None:
     """Delete every chunk of ``repo`` matching ``query``.
 
     Search-then-bulk-delete rather than ``_delete_by_query``: that endpoint lives in the
@@ -241,7 +251,7 @@ def delete_where(store: OpenSearchStore, repo: str, query: dict[str, Any]) -> No
 
 
 def update_where(
-    store: OpenSearchStore, repo: str, query: dict[str, Any], fields: dict[str, Any]
+    store: RunTarget, repo: str, query: dict[str, Any], fields: dict[str, Any]
 ) -> None:
     """Set ``fields`` on every chunk of ``repo`` matching ``query``, which the change must
     make them stop matching (search + bulk update: ``_update_by_query`` is ``reindex`` too)."""
@@ -256,7 +266,7 @@ def update_where(
 
 
 def _each_page(
-    store: OpenSearchStore,
+    store: RunTarget,
     repo: str,
     query: dict[str, Any],
     act: Callable[[list[str], dict[str, Any]], None],
