@@ -327,22 +327,14 @@ class SlackBot:
         except Exception:
             log.exception("question %s failed", question.id)
             messages = [text_message(FAILURE_TEXT.format(id=question.id))]
-        first, *rest = messages
-        await respond(
-            text=first.text,
-            blocks=first.blocks,
-            response_type="ephemeral",
-            replace_original=True,
-            unfurl_links=False,
-            unfurl_media=False,
-        )
-        for message in rest:
+        for n, message in enumerate(messages):
             await respond(
                 text=message.text,
                 blocks=message.blocks,
                 response_type="ephemeral",
                 unfurl_links=False,
                 unfurl_media=False,
+                **({"replace_original": True} if n == 0 else {}),  # the "searching…" ack
             )
 
     async def _commands(self, client: AsyncWebClient, invoker: Invoker, user: str) -> Commands:
