@@ -23,12 +23,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bot.pipeline import AnswerPipeline  # noqa: E402
-from bot.rerank import load_reranker  # noqa: E402
+from bot.answer.pipeline import AnswerPipeline  # noqa: E402
+from bot.answer.rerank import load_reranker  # noqa: E402
 from bot.settings import BotSettings  # noqa: E402
 from eval.goldens import load_many  # noqa: E402
+from indexer.search import open_searcher  # noqa: E402
 from indexer.settings import IndexerSettings  # noqa: E402
-from indexer.stores import open_searcher  # noqa: E402
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -22,13 +22,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from indexer.chunking import chunk_file  # noqa: E402
-from indexer.embed_cache import SqliteEmbeddingCache  # noqa: E402
-from indexer.embedding import embedding_text, load_embedder  # noqa: E402
-from indexer.indexing import index_repository  # noqa: E402
+from indexer.embedding.cache import SqliteEmbeddingCache  # noqa: E402
+from indexer.embedding.embedders import embedding_text, load_embedder  # noqa: E402
+from indexer.jobs.indexing import index_repository  # noqa: E402
 from indexer.models import Chunk, RepoState, SearchRequest  # noqa: E402
-from indexer.sqlite_store import SqliteStore  # noqa: E402
-from indexer.walking import SourceFile, walk_repository  # noqa: E402
+from indexer.source.chunking import chunk_file  # noqa: E402
+from indexer.source.walking import SourceFile, walk_repository  # noqa: E402
+from indexer.stores.sqlite import SqliteStore  # noqa: E402
 
 SITE = Path(np.__file__).resolve().parent.parent
 

@@ -24,11 +24,11 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.bench_index import git, site_package  # noqa: E402
-from indexer.embed_cache import SqliteEmbeddingCache  # noqa: E402
-from indexer.embedding import load_embedder  # noqa: E402
-from indexer.indexing import IndexReport, index_repository  # noqa: E402
+from indexer.embedding.cache import SqliteEmbeddingCache  # noqa: E402
+from indexer.embedding.embedders import load_embedder  # noqa: E402
+from indexer.jobs.indexing import IndexReport, index_repository  # noqa: E402
 from indexer.settings import IndexerSettings  # noqa: E402
-from indexer.sqlite_store import SqliteStore  # noqa: E402
+from indexer.stores.sqlite import SqliteStore  # noqa: E402
 
 SOURCES = ("rich", "pydantic", "aiohttp")
 

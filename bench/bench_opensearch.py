@@ -49,11 +49,11 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.backend import SearchBackend
 from indexer.models import Chunk, RepoState, SearchRequest
-from indexer.opensearch_store import OpenSearchStore
 from indexer.settings import IndexerSettings
-from indexer.sqlite_store import SqliteStore
+from indexer.stores.contract import SearchBackend
+from indexer.stores.opensearch.store import OpenSearchStore
+from indexer.stores.sqlite import SqliteStore
 
 REPOS = 100
 FILTER_REPOS = 10

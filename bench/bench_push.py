@@ -90,13 +90,13 @@ def main() -> None:
 
 
 async def _bench(work: Path, fake: FakeGitHub, runs: int) -> list[float]:
-    from bot.commands import Invoker
-    from bot.server import create_app
+    from bot.chat.commands import Invoker
+    from bot.server.app import create_app
     from bot.services import Services
-    from indexer.embedding import load_embedder
-    from indexer.search import Searcher
-    from indexer.stores import open_embedding_cache
-    from indexer.worker import Worker, WorkerConfig
+    from indexer.embedding import open_embedding_cache
+    from indexer.embedding.embedders import load_embedder
+    from indexer.jobs.worker import Worker, WorkerConfig
+    from indexer.search.searcher import Searcher
 
     services = Services()
     cfg = services.indexer

@@ -41,13 +41,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from bench.bench_index import site_package, synthetic_store  # noqa: E402
-from bot.pipeline import AnswerPipeline  # noqa: E402
-from bot.rerank import CrossEncoderReranker, OnnxCrossEncoderReranker, Reranker  # noqa: E402
-from bot.retrieval_cache import RetrievalCache  # noqa: E402
+from bot.answer.pipeline import AnswerPipeline  # noqa: E402
+from bot.answer.rerank import CrossEncoderReranker, OnnxCrossEncoderReranker, Reranker  # noqa: E402
+from bot.answer.retrieval_cache import RetrievalCache  # noqa: E402
 from bot.settings import BotSettings  # noqa: E402
-from indexer.chunking import chunk_file  # noqa: E402
-from indexer.embed_cache import SqliteEmbeddingCache  # noqa: E402
-from indexer.embedding import (  # noqa: E402
+from indexer.embedding.cache import SqliteEmbeddingCache  # noqa: E402
+from indexer.embedding.embedders import (  # noqa: E402
     Embedder,
     WrappedEmbedder,
     cache_key,
@@ -55,9 +54,10 @@ from indexer.embedding import (  # noqa: E402
     load_embedder,
 )
 from indexer.models import Chunk  # noqa: E402
-from indexer.search import Searcher  # noqa: E402
-from indexer.sqlite_store import SqliteStore  # noqa: E402
-from indexer.walking import SourceFile, walk_repository  # noqa: E402
+from indexer.search.searcher import Searcher  # noqa: E402
+from indexer.source.chunking import chunk_file  # noqa: E402
+from indexer.source.walking import SourceFile, walk_repository  # noqa: E402
+from indexer.stores.sqlite import SqliteStore  # noqa: E402
 
 REPOS = 10
 DIM = 384

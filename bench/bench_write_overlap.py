@@ -31,11 +31,11 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.bench_index_speed import build_repo  # noqa: E402
-from indexer.embed_cache import SqliteEmbeddingCache  # noqa: E402
-from indexer.embedding import load_embedder  # noqa: E402
-from indexer.indexing import index_repository  # noqa: E402
-from indexer.opensearch_store import OpenSearchStore  # noqa: E402
+from indexer.embedding.cache import SqliteEmbeddingCache  # noqa: E402
+from indexer.embedding.embedders import load_embedder  # noqa: E402
+from indexer.jobs.indexing import index_repository  # noqa: E402
 from indexer.settings import IndexerSettings  # noqa: E402
+from indexer.stores.opensearch.store import OpenSearchStore  # noqa: E402
 
 STREAMING = ("begin_changes", "write_chunks", "finish_changes")
 

@@ -15,15 +15,15 @@ from sqlalchemy.engine import Engine
 
 from acl.settings import AclSettings
 from bot.settings import BotSettings
-from indexer.backend import SearchBackend
 from indexer.errors import ConfigError
-from indexer.registry import Registry, open_engine
+from indexer.jobs.registry import Registry, open_engine
 from indexer.settings import IndexerSettings
+from indexer.stores.contract import SearchBackend
 
 if TYPE_CHECKING:
     from acl.github import GitHubClient
     from acl.store import AclStore
-    from bot.commands import CommandContext, Commands, Invoker
+    from bot.chat.commands import CommandContext, Commands, Invoker
 
 
 class Services:
@@ -86,7 +86,7 @@ class Services:
         return template.replace("{full_name}", full_name)
 
     def command_context(self) -> CommandContext:
-        from bot.commands import CommandContext, parse_admins
+        from bot.chat.commands import CommandContext, parse_admins
 
         return CommandContext(
             registry=self.registry,
@@ -101,7 +101,7 @@ class Services:
         )
 
     def commands(self) -> Commands:
-        from bot.commands import Commands
+        from bot.chat.commands import Commands
 
         return Commands(self.command_context())
 

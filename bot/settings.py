@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.evidence import DEFAULT_COSINE_THRESHOLD
+from bot.answer.evidence import DEFAULT_COSINE_THRESHOLD
 
 
 class BotSettings(BaseSettings):
@@ -43,7 +43,7 @@ class BotSettings(BaseSettings):
     rerank_threads: int = Field(default=0, ge=0)
     answer_sources: int = 6
     context_chars: int = 12_000
-    # Minimum cosine similarity between the question and its best source; see bot.evidence.
+    # Minimum cosine similarity between the question and its best source; see bot.answer.evidence.
     not_found_threshold: float = DEFAULT_COSINE_THRESHOLD
     # Minimum reranker score (after the model's activation) when a reranker ran; unset: the
     # cosine rule alone decides, because a reranker's score scale depends on its training.
@@ -74,7 +74,7 @@ class BotSettings(BaseSettings):
     # Seconds between edits of a streaming answer (Slack allows about one per second).
     slack_update_seconds: float = 1.0
 
-    # --- Microsoft Teams (bot.teams); see docs/teams.md ------------------------------
+    # --- Microsoft Teams (bot.teams.endpoint); see docs/teams.md ------------------------------
     # The Azure Bot registration. Without an app id and password /api/messages answers 503.
     teams_app_id: str = ""
     teams_app_password: str = Field(default="", repr=False)

@@ -21,16 +21,15 @@ from eval.indexes import CHUNKERS, index_corpora, index_variant
 from eval.learned_rerank import learned_rerank_variant
 from eval.metrics import Question
 from eval.settings import EvalSettings
-from indexer.backend import SearchBackend
-from indexer.embed_cache import SqliteEmbeddingCache
-from indexer.embedding import Embedder, WrappedEmbedder
+from indexer.embedding import open_embedding_cache
+from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.embedding.embedders import Embedder, WrappedEmbedder
 from indexer.errors import CodeaskError
-from indexer.models import Hit
-from indexer.query import SEARCH_LISTS
-from indexer.search import Searcher
+from indexer.models import SEARCH_LISTS, Hit
+from indexer.search.searcher import Searcher
 from indexer.settings import IndexerSettings
-from indexer.sqlite_store import SqliteStore
-from indexer.stores import open_embedding_cache
+from indexer.stores.contract import SearchBackend
+from indexer.stores.sqlite import SqliteStore
 
 HYBRID = SEARCH_LISTS
 BM25 = ("bm25",)
@@ -86,10 +85,10 @@ class SharedQueryVectors(WrappedEmbedder):
 def load_reranker(settings: IndexerSettings) -> tuple[Rerank | None, str]:
     """The answer pipeline's cross-encoder if one is configured or trained, else a note."""
     try:
-        from bot.rerank import load_reranker as load_product_reranker
+        from bot.answer.rerank import load_reranker as load_product_reranker
         from bot.settings import BotSettings
     except ImportError:
-        return None, "rerank skipped: this build has no bot.rerank module"
+        return None, "rerank skipped: this build has no bot.answer.rerank module"
     try:
         reranker = load_product_reranker(BotSettings(), settings.data_path)
     except CodeaskError as exc:
@@ -113,9 +112,9 @@ def _opensearch_store() -> tuple[SearchBackend | None, str]:
     if not url:
         return None, "opensearch skipped: CODEASK_TEST_OPENSEARCH_URL is not set"
     try:
-        from indexer.opensearch_store import OpenSearchStore
+        from indexer.stores.opensearch.store import OpenSearchStore
     except ImportError:
-        return None, "opensearch skipped: this build has no indexer.opensearch_store"
+        return None, "opensearch skipped: this build has no indexer.stores.opensearch.store"
     settings = IndexerSettings(
         store="opensearch",
         opensearch_url=url,

@@ -32,15 +32,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.answer import Answer, Source
-from bot.citations import UNCITED_NOTE, UNVERIFIED_NOTE, check_citations
-from bot.pipeline import AnswerPipeline
-from bot.rerank import load_reranker
+from bot.answer.citations import UNCITED_NOTE, UNVERIFIED_NOTE, check_citations
+from bot.answer.pipeline import AnswerPipeline
+from bot.answer.rerank import load_reranker
+from bot.answer.result import Answer, Source
 from bot.settings import BotSettings
 from eval.harness import latency_summary
 from eval.local_llm import MODEL_NAME, LocalLLM
 from eval.metrics import Question, Scored, Span, aggregate, gold_hit_by
-from indexer.search import Searcher
+from indexer.search.searcher import Searcher
 
 CITATIONS_SCHEMA_VERSION = 1
 CITATION_METRICS = (

@@ -24,11 +24,12 @@ from eval.harness import (
 from eval.indexes import index_corpora
 from eval.metrics import Question
 from eval.report import latency_line, table_caption, terminal_table, write_report
-from indexer.backend import SearchBackend
-from indexer.embedding import Embedder
-from indexer.search import Searcher
+from indexer.embedding import open_embedder, open_embedding_cache
+from indexer.embedding.embedders import Embedder
+from indexer.search.searcher import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores import open_embedder, open_embedding_cache, open_store
+from indexer.stores import open_store
+from indexer.stores.contract import SearchBackend
 
 if TYPE_CHECKING:
     from eval.citations import CitationRun

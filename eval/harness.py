@@ -22,11 +22,10 @@ from eval.metrics import (
     question_metrics,
 )
 from eval.metrics import recall_curve as curve_of
-from indexer.backend import SearchBackend
 from indexer.errors import InvalidInput
-from indexer.models import Hit
-from indexer.query import SEARCH_LISTS
-from indexer.search import Searcher
+from indexer.models import SEARCH_LISTS, Hit
+from indexer.search.searcher import Searcher
+from indexer.stores.contract import SearchBackend
 
 JSON_SCHEMA_VERSION = 1
 CANDIDATES = 50  # fused candidates per list, as the answer pipeline uses

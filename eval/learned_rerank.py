@@ -16,18 +16,19 @@ from typing import Any
 from eval.goldens import load_questions
 from eval.harness import Rerank, RunResult, evaluate, golden_paths, require_indexed, searcher_ranker
 from eval.metrics import Question
+from indexer.embedding import open_embedder
 from indexer.errors import InvalidInput
 from indexer.models import Hit
-from indexer.search import Searcher
+from indexer.search.searcher import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores import open_embedder, open_store
+from indexer.stores import open_store
 
 Say = Callable[[str], None]
 
 
 def learned_rerank(data_dir: Path) -> tuple[Rerank | None, str]:
     """A rerank function over the trained model under ``data_dir``, else a note why not."""
-    from bot.rerank import CrossEncoderReranker, trained_reranker_path
+    from bot.answer.rerank import CrossEncoderReranker, trained_reranker_path
 
     path = trained_reranker_path(data_dir)
     if path is None:
@@ -81,8 +82,8 @@ def gate_trained_reranker(
     paths: Sequence[Path], settings: IndexerSettings, k: int = 10, say: Say | None = None
 ) -> dict[str, Any]:
     """Measure the trained reranker on the golden sets and record the verdict in its card."""
-    from bot.rerank import trained_reranker_path
-    from bot.training.card import GATE_MRR_GAIN, read_card, write_card
+    from bot.answer.model_card import GATE_MRR_GAIN, read_card, write_card
+    from bot.answer.rerank import trained_reranker_path
 
     model_dir = trained_reranker_path(settings.data_path)
     if model_dir is None:
@@ -125,9 +126,9 @@ def learned_rerank_variant(data_dir: Path) -> tuple[Rerank | None, str]:
     ``hybrid+rerank`` runs whatever the answer pipeline would use; a trained model that
     is off by default is not that, so it gets its own row and is measured anyway.
     """
-    from bot.rerank import trained_reranker_path
+    from bot.answer.model_card import enabled_by_default
+    from bot.answer.rerank import trained_reranker_path
     from bot.settings import BotSettings
-    from bot.training.card import enabled_by_default
 
     path = trained_reranker_path(data_dir)
     if path is None:

@@ -5,7 +5,7 @@ answered as one JSON completion, or as server-sent events when the request sets
 ``stream``; ``GET /v1/models``), so LiteLLM calls it like any provider and the product
 only sees a base URL ending in ``/v1`` and some API key.
 
-It stands in for a model that follows the prompt of ``bot/prompt.py``:
+It stands in for a model that follows the prompt of ``bot/answer/prompt.py``:
 
 * it reads the numbered sources (``[n] heading`` then ``BEGIN SOURCE n`` … ``END SOURCE n``)
   and the ``Question:`` line from the last user message that holds sources;
@@ -40,7 +40,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.answer import NOT_FOUND_TEXT
+from bot.answer.result import NOT_FOUND_TEXT
 
 MODEL_NAME = "codeask-local"
 MAX_CITED = 3

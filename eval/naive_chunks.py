@@ -7,9 +7,9 @@ window of its own. Used by ``codeask eval --ablate`` only, never by the product.
 
 from __future__ import annotations
 
-from indexer.chunking import split_lines
-from indexer.languages import kind_for
 from indexer.models import Chunk
+from indexer.source.chunking import split_lines
+from indexer.source.languages import kind_for
 
 WINDOW_CHARS = 1000
 

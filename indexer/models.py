@@ -6,7 +6,9 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Literal
 
-from indexer.query import SEARCH_LISTS
+# The ranked lists a search fuses unless the caller names others.
+SEARCH_LISTS = ("bm25", "knn", "symbol")
+
 
 Visibility = Literal["public", "internal", "private"]
 ChunkKind = Literal["source", "test", "docs", "config"]
@@ -64,7 +66,7 @@ class SearchRequest:
     candidates: int = 50
     embedding: tuple[float, ...] | None = None
     lists: tuple[str, ...] = SEARCH_LISTS
-    # Rank tests, docs and example programs by what the question asks (indexer.query);
+    # Rank tests, docs and example programs by what the question asks (indexer.stores.query);
     # off only to measure what that adds.
     question_weights: bool = True
 

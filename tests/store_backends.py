@@ -11,11 +11,11 @@ from typing import TypeVar
 import numpy as np
 import pytest
 
-from indexer.backend import SearchBackend
 from indexer.models import Chunk, RepoState
-from indexer.opensearch_store import OpenSearchStore
 from indexer.settings import IndexerSettings
-from indexer.sqlite_store import SqliteStore
+from indexer.stores.contract import SearchBackend
+from indexer.stores.opensearch.store import OpenSearchStore
+from indexer.stores.sqlite import SqliteStore
 
 OPENSEARCH_URL = os.environ.get("CODEASK_TEST_OPENSEARCH_URL", "")
 needs_opensearch = [

@@ -13,13 +13,13 @@ from typer.testing import CliRunner
 
 from acl.settings import AclSettings
 from acl.store import AclStore
-from bot.access import allowed_repo_set, parse_place
-from bot.cli import app
-from indexer.embedding import Embedder
+from bot.cli.access import allowed_repo_set, parse_place
+from bot.cli.app import app
+from indexer.embedding.embedders import Embedder
 from indexer.errors import InvalidInput
 from indexer.models import Chunk, RepoState
-from indexer.search import Searcher
-from indexer.sqlite_store import SqliteStore
+from indexer.search.searcher import Searcher
+from indexer.stores.sqlite import SqliteStore
 from tests.fake_github import FakeGitHub, FakeGitHubServer
 
 REPOS = {"acme/site": "public", "acme/api": "private", "acme/billing": "private"}
@@ -109,11 +109,11 @@ def test_search_as_github_in_a_channel_end_to_end(
     embedder: Embedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import bot.cli
+    import bot.cli.app
 
     # The session's embedder instead of a second model load; the access path is unchanged.
     monkeypatch.setattr(
-        bot.cli, "_open", lambda settings: (index, embedder, Searcher(index, embedder))
+        bot.cli.app, "_open", lambda settings: (index, embedder, Searcher(index, embedder))
     )
     runner = CliRunner()
     result = runner.invoke(

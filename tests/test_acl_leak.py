@@ -36,18 +36,18 @@ from acl.models import ChannelGrant, IdentityLink, PermissionCache, RepoOverride
 from acl.permissions import AccessResolver, Place, Principal, decide_access
 from acl.settings import AclSettings
 from acl.store import AclStore
-from bot.asking import Asker, Question
-from bot.pipeline import AnswerPipeline
+from bot.answer.asking import Asker, Question
+from bot.answer.pipeline import AnswerPipeline
 from bot.services import Services
 from bot.settings import BotSettings
-from bot.slack import NOT_HERE_TEXT, SlackBot
-from bot.slack_render import answer_messages
-from bot.teams_render import answer_card
-from indexer.backend import SearchBackend
+from bot.slack.app import NOT_HERE_TEXT, SlackBot
+from bot.slack.render import answer_messages
+from bot.teams.render import answer_card
 from indexer.errors import UpstreamUnavailable
 from indexer.models import Chunk, RepoState
-from indexer.search import Searcher
+from indexer.search.searcher import Searcher
 from indexer.settings import IndexerSettings
+from indexer.stores.contract import SearchBackend
 from tests.fake_github import FakeGitHubServer
 from tests.store_backends import BACKENDS, open_backend
 

@@ -171,8 +171,8 @@ async def test_oauth_callback_route_links_the_user_over_http(
     import aiohttp
     from aiohttp.test_utils import TestServer
 
-    from bot.commands import Invoker
-    from bot.server import create_app
+    from bot.chat.commands import Invoker
+    from bot.server.app import create_app
     from bot.services import Services
     from bot.settings import BotSettings
     from indexer.settings import IndexerSettings

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.llm import DUMMY_API_KEY, LiteLLMClient, provider_arguments
+from bot.answer.llm import DUMMY_API_KEY, LiteLLMClient, provider_arguments
 from bot.settings import BotSettings
 from indexer.errors import ConfigError, UpstreamUnavailable
 from tests.fake_llm import FakeLLM, Reply, running_fake_llm

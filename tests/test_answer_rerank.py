@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from bot.pipeline import AnswerPipeline
-from bot.rerank import (
+from bot.answer.pipeline import AnswerPipeline
+from bot.answer.rerank import (
     TINY_TOKENS,
     CrossEncoderReranker,
     OnnxCrossEncoderReranker,
@@ -18,13 +18,13 @@ from bot.rerank import (
     trained_reranker_path,
 )
 from bot.settings import BotSettings
-from indexer.embed_cache import SqliteEmbeddingCache
-from indexer.embedding import cpu_has_bf16
+from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.embedding.embedders import cpu_has_bf16
 from indexer.errors import ConfigError
-from indexer.indexing import index_repository
+from indexer.jobs.indexing import index_repository
 from indexer.models import Chunk, Hit
-from indexer.search import Searcher
-from indexer.sqlite_store import SqliteStore
+from indexer.search.searcher import Searcher
+from indexer.stores.sqlite import SqliteStore
 
 SOURCE = '''def parse_duration(text: str) -> int:
     """Turn a timeout string such as 5m, 90s or 2h into a number of seconds.
@@ -263,6 +263,6 @@ def test_bf16_cross_encoder_ranks_like_the_float32_one(
 def test_bf16_cross_encoder_refused_where_the_cpu_would_emulate_it(
     toy_cross_encoder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("indexer.embedding.cpu_has_bf16", lambda: False)
+    monkeypatch.setattr("indexer.embedding.embedders.cpu_has_bf16", lambda: False)
     with pytest.raises(ConfigError, match="native bfloat16"):
         CrossEncoderReranker(str(toy_cross_encoder), bfloat16=True)

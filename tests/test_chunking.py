@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.chunking import MAX_LINES, chunk_file, split_lines
-from indexer.languages import kind_for, language_for
+from indexer.source.chunking import MAX_LINES, chunk_file, split_lines
+from indexer.source.languages import kind_for, language_for
 
 SNIPPETS = Path(__file__).parent / "fixtures" / "snippets"
 

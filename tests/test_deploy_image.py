@@ -62,7 +62,7 @@ def test_each_image_command_parses_its_options(command: str) -> None:
     # In-process: the subprocess test above already proved the console script starts.
     from typer.testing import CliRunner
 
-    from bot.cli import app
+    from bot.cli.app import app
 
     result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output

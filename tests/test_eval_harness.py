@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bot.cli import app
+from bot.cli.app import app
 from eval.ablation import run_ablations
 from eval.harness import evaluate, require_indexed, run_to_json, searcher_ranker
 from eval.indexes import index_corpora
@@ -19,11 +19,11 @@ from eval.naive_chunks import naive_chunks, window_ranges
 from eval.regold import relocate
 from eval.report import write_report
 from eval.svgchart import recall_chart
-from indexer.embed_cache import SqliteEmbeddingCache
+from indexer.embedding.cache import SqliteEmbeddingCache
 from indexer.errors import InvalidInput
-from indexer.search import Searcher
+from indexer.search.searcher import Searcher
 from indexer.settings import IndexerSettings
-from indexer.sqlite_store import SqliteStore
+from indexer.stores.sqlite import SqliteStore
 
 FILES = {
     "billing/invoice.py": (

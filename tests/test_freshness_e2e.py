@@ -10,15 +10,15 @@ import httpx
 import pytest
 from aiohttp import web
 
-from bot.commands import Invoker
-from bot.server import create_app
+from bot.chat.commands import Invoker
+from bot.server.app import create_app
 from bot.services import Services
-from indexer import jobs
-from indexer.embedding import Embedder
-from indexer.registry import REPO_READY, IndexRun
-from indexer.search import Searcher
-from indexer.stores import open_embedding_cache
-from indexer.worker import Worker, WorkerConfig
+from indexer.embedding import open_embedding_cache
+from indexer.embedding.embedders import Embedder
+from indexer.jobs import queue as jobs
+from indexer.jobs.registry import REPO_READY, IndexRun
+from indexer.jobs.worker import Worker, WorkerConfig
+from indexer.search.searcher import Searcher
 from tests.freshness_env import (
     REPO,
     GitHubWorld,
@@ -239,7 +239,7 @@ def test_remove_deletes_every_chunk_and_its_jobs(
 def test_reconcile_catches_a_missed_push(
     world: GitHubWorld, services: Services, embedder: Embedder
 ) -> None:
-    from bot.server import run_reconcile
+    from bot.server.app import run_reconcile
 
     assert not services.commands().run(ADMIN, f"repo add {REPO}").error
     worker = make_worker(services, embedder)

@@ -210,7 +210,7 @@ def test_chart_renders_serve_worker_and_reconcile(manifests: list[Manifest]) -> 
 def test_chart_commands_are_codeask_commands(manifests: list[Manifest]) -> None:
     from typer.main import get_command
 
-    from bot.cli import app
+    from bot.cli.app import app
 
     commands = set(get_command(app).commands)  # type: ignore[attr-defined]
     for name, _, container in _containers(manifests):

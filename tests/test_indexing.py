@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.backend import StreamingWrites
-from indexer.embed_cache import SqliteEmbeddingCache
-from indexer.embedding import Embedder, WrappedEmbedder
-from indexer.indexing import index_repository
+from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.embedding.embedders import Embedder, WrappedEmbedder
+from indexer.jobs.indexing import index_repository
 from indexer.models import Chunk, RepoState
-from indexer.search import Searcher
-from indexer.sqlite_store import SqliteStore
+from indexer.search.searcher import Searcher
+from indexer.stores.contract import StreamingWrites
+from indexer.stores.sqlite import SqliteStore
 from tests.conftest import git
 
 SHOP = {
@@ -253,14 +253,14 @@ def test_crash_while_writing_keeps_previous_state(
     root = make_repo(SHOP)
     before = index_then_rewrite_limits(root, store, embedder, cache)
 
-    real_fts = __import__("indexer.sqlite_store", fromlist=["fts_document"]).fts_document
+    real_fts = __import__("indexer.stores.sqlite", fromlist=["fts_document"]).fts_document
     calls = {"n": 0}
 
     def failing(chunk):  # type: ignore[no-untyped-def]
         calls["n"] += 1
         raise OSError("disk full")
 
-    monkeypatch.setattr("indexer.sqlite_store.fts_document", failing)
+    monkeypatch.setattr("indexer.stores.sqlite.fts_document", failing)
     with pytest.raises(OSError):
         index_repository(root, "acme/shop", store, embedder, cache)
     assert calls["n"] == 1
@@ -272,7 +272,7 @@ def test_crash_while_writing_keeps_previous_state(
         == "shop/limits.py"
     )
 
-    monkeypatch.setattr("indexer.sqlite_store.fts_document", real_fts)
+    monkeypatch.setattr("indexer.stores.sqlite.fts_document", real_fts)
     report = index_repository(root, "acme/shop", store, embedder, cache)
     assert report.changed_files == 1
     assert report.embedded == 0  # the failed run's embeddings were cached
@@ -308,7 +308,7 @@ def test_vectors_stay_with_their_chunks_across_embedding_groups(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Tiny groups: chunking and embedding hand over many times, in whatever interleaving.
-    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 2)
+    monkeypatch.setattr("indexer.jobs.indexing.EMBED_GROUP", 2)
     seen: list[str] = []
     report = index_repository(
         make_repo(SHOP),
@@ -323,7 +323,7 @@ def test_vectors_stay_with_their_chunks_across_embedding_groups(
         store.knn(np.ones(embedder.dimension, np.float32), frozenset({"acme/shop"}), 1000)
     )
     assert len(chunks) == report.chunks
-    from indexer.embedding import embedding_text
+    from indexer.embedding.embedders import embedding_text
 
     for chunk in chunks:  # each chunk's own embedded text finds that chunk first
         vector = embedder.embed([embedding_text(chunk)])[0]
@@ -343,7 +343,7 @@ def test_a_file_the_chunker_fails_on_is_skipped_with_its_reason_and_the_rest_is_
     index_then_rewrite_limits(root, store, embedder, cache)
     (root / "shop/mail.py").write_text("def send_receipt(smtp):\n    return 'sent'\n")
     git(root, "commit", "-qam", "mail")
-    from indexer import indexing
+    from indexer.jobs import indexing
 
     real = indexing.chunk_file
 
@@ -352,7 +352,7 @@ def test_a_file_the_chunker_fails_on_is_skipped_with_its_reason_and_the_rest_is_
             raise RuntimeError("parser crashed")
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr("indexer.indexing.chunk_file", broken)
+    monkeypatch.setattr("indexer.jobs.indexing.chunk_file", broken)
     report = index_repository(root, "acme/shop", store, embedder, cache)
     assert [(s.path, s.reason) for s in report.skipped] == [
         ("shop/limits.py", "chunking failed (RuntimeError('parser crashed'))")
@@ -362,7 +362,7 @@ def test_a_file_the_chunker_fails_on_is_skipped_with_its_reason_and_the_rest_is_
     assert "shop/limits.py" not in blobs  # its old chunks would cite lines it no longer has
     assert blobs["shop/mail.py"] == git(root, "rev-parse", "HEAD:shop/mail.py")
     # Once the chunker copes again, the next run picks the file up.
-    monkeypatch.setattr("indexer.indexing.chunk_file", real)
+    monkeypatch.setattr("indexer.jobs.indexing.chunk_file", real)
     again = index_repository(root, "acme/shop", store, embedder, cache)
     assert again.changed_files == 1 and "shop/limits.py" in store.file_blobs("acme/shop")
 
@@ -432,7 +432,7 @@ def test_a_streaming_store_gets_every_group_and_the_run_keeps_none_of_them(
     embedder: Embedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 2)
+    monkeypatch.setattr("indexer.jobs.indexing.EMBED_GROUP", 2)
     store = _StreamingSqlite(tmp_path / "streamed.db")
     assert isinstance(store, StreamingWrites)
     report = index_repository(make_repo(SHOP), "acme/shop", store, embedder, cache)
@@ -477,9 +477,9 @@ def test_chunking_waits_for_a_slow_embedder_instead_of_queueing_the_repository(
     embedder: Embedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from indexer import indexing
+    from indexer.jobs import indexing
 
-    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 1)  # one file, one group
+    monkeypatch.setattr("indexer.jobs.indexing.EMBED_GROUP", 1)  # one file, one group
     chunked = [0]
     real = indexing.chunk_file
 
@@ -487,7 +487,7 @@ def test_chunking_waits_for_a_slow_embedder_instead_of_queueing_the_repository(
         chunked[0] += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("indexer.indexing.chunk_file", counting)
+    monkeypatch.setattr("indexer.jobs.indexing.chunk_file", counting)
     slow = _SlowEmbedder(embedder, chunked)
     report = index_repository(make_repo(_many_files(30)), "acme/many", store, slow, cache)
     assert report.chunks == 30 and slow.calls == 30
@@ -503,7 +503,7 @@ def test_an_embedding_failure_stops_the_run_while_chunking_waits(
     embedder: Embedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 1)
+    monkeypatch.setattr("indexer.jobs.indexing.EMBED_GROUP", 1)
     failing = _SlowEmbedder(embedder, [0], fail_at=3)
     with pytest.raises(RuntimeError, match="model server went away"):
         index_repository(make_repo(_many_files(30)), "acme/many", store, failing, cache)
@@ -524,7 +524,7 @@ def test_files_that_change_after_the_walk_are_checked_again_when_read(
     root = make_repo({**SHOP, "shop/pipe.py": "x = 1\n", "shop/grown.py": "y = 2\n"})
     secret = tmp_path / "outside.py"
     secret.write_text("PRODUCTION_DATABASE_PASSWORD = 'hunter2'\n")
-    from indexer import indexing
+    from indexer.jobs import indexing
 
     real = indexing.walk_repository
 
@@ -538,7 +538,7 @@ def test_files_that_change_after_the_walk_are_checked_again_when_read(
         (root / "shop" / "grown.py").write_text("y = 2\n" * 5000)
         (root / "README.md").write_bytes(b"\x00\x01 now a binary blob")
 
-    monkeypatch.setattr("indexer.indexing.walk_repository", racing)
+    monkeypatch.setattr("indexer.jobs.indexing.walk_repository", racing)
     report = index_repository(root, "acme/shop", store, embedder, cache, max_file_bytes=10_000)
     skipped = {s.path: s.reason for s in report.skipped}
     assert skipped["shop/cart.py"].startswith("unreadable")

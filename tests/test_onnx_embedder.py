@@ -7,9 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.embedding import Embedder, SentenceTransformerEmbedder, cpu_has_bf16, load_embedder
+from indexer.embedding.embedders import (
+    Embedder,
+    SentenceTransformerEmbedder,
+    cpu_has_bf16,
+    load_embedder,
+)
+from indexer.embedding.onnx import OnnxEmbedder
 from indexer.errors import ConfigError
-from indexer.onnx_embedder import OnnxEmbedder
 
 TEXTS = [
     "def send_receipt(smtp, customer, order):\n    smtp.sendmail(customer.email, body)",
@@ -60,6 +65,6 @@ def test_bf16_matches_torch(embedder: Embedder, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_bf16_refused_where_the_cpu_would_emulate_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("indexer.embedding.cpu_has_bf16", lambda: False)
+    monkeypatch.setattr("indexer.embedding.embedders.cpu_has_bf16", lambda: False)
     with pytest.raises(ConfigError, match=r"native bfloat16.*onnx-int8"):
         SentenceTransformerEmbedder(bfloat16=True)

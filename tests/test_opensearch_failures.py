@@ -15,14 +15,14 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from indexer.embed_cache import SqliteEmbeddingCache
+from indexer.embedding.cache import SqliteEmbeddingCache
 from indexer.errors import ConfigError, StoreUnavailable
-from indexer.indexing import index_repository
+from indexer.jobs.indexing import index_repository
 from indexer.models import SearchRequest
-from indexer.opensearch_mapping import CONCURRENT_SEARCH_SETTING
-from indexer.opensearch_migrate import migrate
-from indexer.opensearch_store import OpenSearchStore
-from indexer.sqlite_store import SqliteStore
+from indexer.stores.opensearch.mapping import CONCURRENT_SEARCH_SETTING
+from indexer.stores.opensearch.migrate import migrate
+from indexer.stores.opensearch.store import OpenSearchStore
+from indexer.stores.sqlite import SqliteStore
 from tests.conftest import git
 from tests.store_backends import (
     OPENSEARCH_URL,
@@ -388,7 +388,7 @@ def test_chunks_are_written_while_later_groups_are_still_embedding(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 2)  # 8 chunks: four groups
+    monkeypatch.setattr("indexer.jobs.indexing.EMBED_GROUP", 2)  # 8 chunks: four groups
     root = make_repo(MANY_FILES)
     seen_before_last: list[int] = []
 
@@ -426,7 +426,7 @@ def test_a_failed_write_stops_the_run_before_everything_is_embedded(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("indexer.indexing.EMBED_GROUP", 1)  # 8 groups of one chunk
+    monkeypatch.setattr("indexer.jobs.indexing.EMBED_GROUP", 1)  # 8 groups of one chunk
     root = make_repo(MANY_FILES)
     direct.ensure_schema(embedder.dimension)
     slow = _WatchingEmbedder(embedder, lambda _call: time.sleep(0.3))

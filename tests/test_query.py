@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from indexer.backend import fuse
 from indexer.models import Chunk, SearchRequest
-from indexer.query import example_weight, kind_weights, symbol_terms
+from indexer.stores.contract import fuse
+from indexer.stores.query import example_weight, kind_weights, symbol_terms
 
 
 def chunk(path: str, kind: str) -> Chunk:

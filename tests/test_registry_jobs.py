@@ -12,9 +12,9 @@ from sqlalchemy import delete
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, select
 
-from indexer import jobs
 from indexer.errors import InvalidInput
-from indexer.registry import (
+from indexer.jobs import queue as jobs
+from indexer.jobs.registry import (
     DONE,
     FAILED,
     KIND_DELETE,

@@ -19,15 +19,15 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from rich.console import Console
 
-from bot.answer import Answer, Source
-from bot.links import answer_links, defang, inert, strip_controls
+from bot.answer.result import Answer, Source
+from bot.chat.links import answer_links, defang, inert, strip_controls
+from bot.cli.terminal import ask_in_terminal
 from bot.settings import BotSettings
-from bot.slack_render import answer_messages, markdown_to_mrkdwn, progress_message
-from bot.teams_render import answer_card, linked_text, progress_text
-from bot.terminal import ask_in_terminal
+from bot.slack.render import answer_messages, markdown_to_mrkdwn, progress_message
+from bot.teams.render import answer_card, linked_text, progress_text
 from indexer.models import Chunk
-from indexer.search import Searcher
-from indexer.sqlite_store import SqliteStore
+from indexer.search.searcher import Searcher
+from indexer.stores.sqlite import SqliteStore
 from tests import slack_world
 from tests.fake_llm import Reply, running_fake_llm
 from tests.fake_slack import Call

@@ -7,8 +7,8 @@ import json
 import time
 
 from acl.permissions import REASON_CHANNEL, REASON_GITHUB_DOWN
-from bot.feedback import feedback_for
-from bot.slack_render import ACTION_HELPFUL, ACTION_PRIVATE, ACTION_SOURCES, SEARCHING_TEXT
+from bot.chat.feedback import feedback_for
+from bot.slack.render import ACTION_HELPFUL, ACTION_PRIVATE, ACTION_SOURCES, SEARCHING_TEXT
 from tests import slack_world
 from tests.fake_llm import Reply
 from tests.fake_slack import Call

@@ -1,4 +1,4 @@
-"""bot.asking: failures become answers a chat user can read, and access fails closed."""
+"""bot.answer.asking: failures become answers a chat user can read, and access fails closed."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 from acl.permissions import Place, Principal
 from acl.settings import AclSettings
-from bot.asking import ACCESS_DOWN_TEXT, NO_REPOS_TEXT, STORE_DOWN_TEXT, Asker, Question
+from bot.answer.asking import ACCESS_DOWN_TEXT, NO_REPOS_TEXT, STORE_DOWN_TEXT, Asker, Question
 from bot.services import Services
 from bot.settings import BotSettings
 from indexer.settings import IndexerSettings

@@ -8,10 +8,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from bot.slack_render import ACTION_WRONG
-from indexer import jobs
-from indexer.embed_cache import SqliteEmbeddingCache
-from indexer.worker import Worker, WorkerConfig
+from bot.slack.render import ACTION_WRONG
+from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.jobs import queue as jobs
+from indexer.jobs.worker import Worker, WorkerConfig
 from tests import slack_world
 from tests.fake_llm import Reply
 from tests.fake_slack import Call
@@ -122,7 +122,7 @@ async def test_help_and_whoami_for_everyone(world: World) -> None:
 
 
 async def test_wrong_feedback_is_stored_for_eval(world: World) -> None:
-    from bot.feedback import feedback_for
+    from bot.chat.feedback import feedback_for
 
     await world.post_event(mention("how does retry with backoff work?", "1800.000200"), "EvA2")
     final = await world.slack.wait_for(_final)

@@ -21,9 +21,9 @@ from urllib.parse import quote_plus
 import aiohttp
 import pytest
 
-from bot.feedback import feedback_for
-from bot.slack import NOT_HERE_TEXT
-from bot.slack_render import ACTION_HELPFUL, ACTION_PRIVATE, ACTION_SOURCES
+from bot.chat.feedback import feedback_for
+from bot.slack.app import NOT_HERE_TEXT
+from bot.slack.render import ACTION_HELPFUL, ACTION_PRIVATE, ACTION_SOURCES
 from tests import slack_world
 from tests.fake_llm import Reply
 from tests.fake_slack import Call

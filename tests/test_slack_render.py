@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acl.permissions import REASON_CHANNEL
-from bot.answer import Answer, Source
-from bot.slack_home import HomeData, RepoFreshness, home_view
-from bot.slack_render import (
+from bot.answer.result import Answer, Source
+from bot.slack.home import HomeData, RepoFreshness, home_view
+from bot.slack.render import (
     ACTION_HELPFUL,
     ACTION_PRIVATE,
     ACTION_SOURCES,
@@ -28,7 +28,7 @@ from bot.slack_render import (
     split_mrkdwn,
     text_message,
 )
-from bot.slack_threads import strip_mentions, turns_from_messages
+from bot.slack.threads import strip_mentions, turns_from_messages
 from indexer.models import Chunk
 
 WEB = "https://github.com"

@@ -16,13 +16,13 @@ from aiohttp.test_utils import TestServer
 from sqlmodel import Session, select
 
 from acl.settings import AclSettings
-from bot.asking import Asker
-from bot.github_events import claim_delivery
-from bot.server import create_app
+from bot.answer.asking import Asker
+from bot.server.app import create_app
+from bot.server.github_events import claim_delivery
 from bot.services import Services
 from bot.settings import BotSettings
-from bot.slack import SIGNATURE_RETENTION, slack_mount
-from indexer.registry import WebhookDelivery, open_engine, utcnow
+from bot.slack.app import SIGNATURE_RETENTION, slack_mount
+from indexer.jobs.registry import WebhookDelivery, open_engine, utcnow
 from indexer.settings import IndexerSettings
 from tests.fake_slack import FakeSlack
 from tests.slack_world import SIGNING_SECRET, sign, slash_command

@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from indexer.backend import SearchBackend, StreamingWrites
 from indexer.errors import IndexingError
 from indexer.models import Chunk, RepoState, SearchRequest
-from indexer.opensearch_documents import search_bodies, visible_filter
-from indexer.opensearch_mapping import SCHEMA_VERSION, chunk_index_body, in_place_upgrade
-from indexer.opensearch_store import OpenSearchStore
+from indexer.stores.contract import SearchBackend, StreamingWrites
+from indexer.stores.opensearch.documents import search_bodies, visible_filter
+from indexer.stores.opensearch.mapping import SCHEMA_VERSION, chunk_index_body, in_place_upgrade
+from indexer.stores.opensearch.store import OpenSearchStore
 from tests.store_backends import (
     BACKENDS,
     chunk,
@@ -289,7 +289,7 @@ def test_a_run_killed_while_it_commits_shows_one_version(
         raise KeyboardInterrupt("the worker was killed")
 
     with monkeypatch.context() as patch:
-        patch.setattr(f"indexer.opensearch_runs.{step}", killed)
+        patch.setattr(f"indexer.stores.opensearch.runs.{step}", killed)
         with pytest.raises(KeyboardInterrupt):
             run.finish()
     # Before the commit: the old version; after it: the new one, its leftovers hidden.

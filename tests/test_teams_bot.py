@@ -17,22 +17,22 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from acl.permissions import REASON_CHANNEL
 from acl.settings import AclSettings
-from bot.answer import NOT_FOUND_TEXT
-from bot.asking import Asker
-from bot.feedback import feedback_for
-from bot.llm import LiteLLMClient
-from bot.pipeline import AnswerPipeline
-from bot.server import create_app
+from bot.answer.asking import Asker
+from bot.answer.llm import LiteLLMClient
+from bot.answer.pipeline import AnswerPipeline
+from bot.answer.result import NOT_FOUND_TEXT
+from bot.chat.feedback import feedback_for
+from bot.server.app import create_app
 from bot.services import Services
 from bot.settings import BotSettings
-from bot.teams import TEAMS, mount_teams
-from bot.teams_turns import SENT_PRIVATELY, WELCOME
-from indexer.embed_cache import SqliteEmbeddingCache
-from indexer.indexing import index_repository
-from indexer.registry import Repo
-from indexer.search import Searcher
+from bot.teams.endpoint import TEAMS, mount_teams
+from bot.teams.turns import SENT_PRIVATELY, WELCOME
+from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.jobs.indexing import index_repository
+from indexer.jobs.registry import Repo
+from indexer.search.searcher import Searcher
 from indexer.settings import IndexerSettings
-from indexer.sqlite_store import SqliteStore
+from indexer.stores.sqlite import SqliteStore
 from tests.conftest import git
 from tests.fake_github import FakeGitHub, FakeGitHubServer
 from tests.fake_llm import FakeLLM, Reply, running_fake_llm

@@ -7,10 +7,10 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.answer import Answer, Source
-from bot.commands import CommandResult
-from bot.feedback import VERDICTS
-from bot.teams_render import (
+from bot.answer.result import Answer, Source
+from bot.chat.commands import CommandResult
+from bot.chat.feedback import VERDICTS
+from bot.teams.render import (
     CARD_BUDGET,
     TRUNCATED_LIST,
     TRUNCATED_NOTE,
@@ -20,7 +20,7 @@ from bot.teams_render import (
     parse_feedback,
     progress_text,
 )
-from bot.teams_turns import looks_like_command
+from bot.teams.turns import looks_like_command
 from indexer.models import Chunk
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

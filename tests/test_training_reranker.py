@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.rerank import CrossEncoderReranker, load_reranker
+from bot.answer.model_card import read_card, write_card
+from bot.answer.rerank import CrossEncoderReranker, load_reranker
 from bot.settings import BotSettings
-from bot.training.card import read_card, write_card
 from bot.training.pairs import TRAIN, VALIDATION, Target, TrainingPair
 from bot.training.train import CHECKPOINT_SUBDIR, TrainConfig, train_reranker
 from indexer.errors import ConfigError

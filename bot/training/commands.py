@@ -53,8 +53,9 @@ def mine(
     from bot.training.leakage import load_golden
     from bot.training.mining import mine_repo
     from bot.training.pairs import write_pairs
-    from indexer.search import Searcher
-    from indexer.stores import open_embedder, open_store
+    from indexer.embedding import open_embedder
+    from indexer.search.searcher import Searcher
+    from indexer.stores import open_store
 
     settings = IndexerSettings()
     store = open_store(settings)

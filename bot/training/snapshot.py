@@ -6,12 +6,12 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from indexer.chunking import chunk_file
 from indexer.errors import IndexingError
-from indexer.gitrepo import run_git
-from indexer.languages import language_for
 from indexer.models import Chunk
-from indexer.walking import (
+from indexer.source.chunking import chunk_file
+from indexer.source.gitrepo import run_git
+from indexer.source.languages import language_for
+from indexer.source.walking import (
     LOCK_FILES,
     SKIP_DIRS,
     SourceFile,

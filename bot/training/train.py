@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.rerank import TRAINED_SUBDIR
-from bot.training.card import write_card
+from bot.answer.model_card import write_card
+from bot.answer.rerank import TRAINED_SUBDIR
 from bot.training.pairs import TRAIN, VALIDATION, TrainingPair
 from indexer.errors import ConfigError, InvalidInput
 

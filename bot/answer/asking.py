@@ -1,0 +1,257 @@
+"""One question from any chat platform → an access-checked, audited ``Answer``.
+
+Slack and Teams turn their events into a :class:`Question` and render the ``Answer``;
+everything between lives here once: the place policy (``acl.permissions``), the answer
+pipeline restricted to the allowed repositories, the withheld note, the audit entry, and
+the translation of every failure into an answer a chat user can read. Nothing here knows
+about a chat platform.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from acl.permissions import Access, AccessResolver, Place, Principal
+from bot.answer.records import AnsweredQuestion, load_answer, record_answer
+from bot.answer.result import Answer, Source, source_list
+from bot.cli.access import registered_repos
+from indexer.errors import AccessDenied, CodeaskError, InvalidInput, StoreUnavailable
+
+if TYPE_CHECKING:
+    from bot.answer.pipeline import AnswerPipeline
+    from bot.services import Services
+
+log = logging.getLogger(__name__)
+
+TokenCallback = Callable[[str], None]
+History = tuple[tuple[str, str], ...]
+
+NO_REPOS_TEXT = "There is no indexed repository I may search for you here yet."
+ACCESS_DOWN_TEXT = (
+    "I could not check which repositories you may read (the access-control database is "
+    "unavailable), so I did not search. Please try again in a few minutes."
+)
+STORE_DOWN_TEXT = (
+    "The code search index is unavailable right now, so I could not look this up. "
+    "Please try again in a few minutes."
+)
+LLM_DOWN_TEXT = (
+    "The language model is unavailable right now, so I could not write an answer. "
+    "The most relevant code I found:"
+)
+LLM_DOWN_BARE_TEXT = (
+    "The language model is unavailable right now, so I could not write an answer. "
+    "Please try again in a few minutes."
+)
+UNEXPECTED_TEXT = "Something went wrong while answering; the error was logged (reference {id})."
+FALLBACK_SOURCES = 3
+
+
+def new_question_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+@dataclass(frozen=True)
+class Question:
+    """Who asks, where the answer will be shown, and the earlier turns of the conversation.
+
+    ``thread_history`` holds (question, answer) pairs, oldest first. ``id`` names the
+    question in the audit log, in feedback and in logs.
+    """
+
+    principal: Principal
+    place: Place
+    text: str
+    thread_history: History = ()
+    id: str = field(default_factory=new_question_id)
+
+
+ANSWER_THREADS = 8  # questions answered at once per server process; more wait
+
+
+class Asker:
+    """Answers questions for every chat adapter; safe to share across requests.
+
+    ``pipeline`` is built on first use from ``services`` (that loads the embedding model)
+    unless one is given.
+    """
+
+    def __init__(
+        self,
+        services: Services,
+        pipeline: AnswerPipeline | None = None,
+        resolver: AccessResolver | None = None,
+    ) -> None:
+        self.services = services
+        self._pipeline = pipeline
+        self._resolver = resolver
+        self._lock = threading.Lock()
+        # Answers hold a thread for seconds (search, generation, retry backoff). On the
+        # default pool they would starve the short calls every webhook makes before it is
+        # acknowledged (Slack retries an event it has not seen acknowledged in 3 s).
+        self._answering = ThreadPoolExecutor(ANSWER_THREADS, thread_name_prefix="answer")
+
+    # --- the one entry point of the adapters -------------------------------------------
+
+    async def ask(self, question: Question, on_token: TokenCallback | None = None) -> Answer:
+        """The answer to ``question``; never raises for a failure a user should hear about.
+
+        ``on_token`` receives generated text as it streams, called from a worker thread.
+        """
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._answering, self.answer, question, on_token)
+
+    def answer(self, question: Question, on_token: TokenCallback | None = None) -> Answer:
+        """Blocking form of :meth:`ask`."""
+        try:
+            registered = registered_repos(self.services.store)
+        except Exception as exc:
+            log.error("question %s: search store unavailable: %s", question.id, exc)
+            return Answer(question.text, STORE_DOWN_TEXT, [], found=False)
+        try:
+            access = self.resolver.allowed_repos(question.principal, question.place, registered)
+        except Exception as exc:
+            # Fail closed: without a decision nothing is searched.
+            log.error("question %s: access resolution failed: %s", question.id, exc)
+            return Answer(question.text, ACCESS_DOWN_TEXT, [], found=False)
+        answer = self._answer_within(question, access, on_token)
+        answer.withheld_private = access.withheld
+        if access.reason:
+            answer.notes.insert(0, access.reason)
+        self._audit(question, access, answer)
+        self._record(question, answer)
+        return answer
+
+    def access(self, principal: Principal, place: Place) -> Access:
+        """The repositories ``principal`` may see answers from in ``place`` (blocking)."""
+        return self.resolver.allowed_repos(principal, place, registered_repos(self.services.store))
+
+    def answered(self, question_id: str) -> AnsweredQuestion | None:
+        """The stored answer a button names, from any replica (blocking); None if unknown.
+
+        The caller authorizes the clicker (``bot.answer.records.seen_here``) before using it.
+        """
+        return load_answer(self.services.engine, question_id)
+
+    # --- lazily built collaborators ------------------------------------------------------
+
+    @property
+    def resolver(self) -> AccessResolver:
+        with self._lock:
+            if self._resolver is None:
+                acl = self.services.acl
+                github = self.services.github if acl.github_configured else None
+                self._resolver = AccessResolver(
+                    self.services.acl_store, github, ttl_seconds=acl.permission_ttl_seconds
+                )
+            return self._resolver
+
+    @property
+    def pipeline(self) -> AnswerPipeline:
+        with self._lock:
+            if self._pipeline is None:
+                self._pipeline = build_pipeline(self.services)
+            return self._pipeline
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _answer_within(
+        self, question: Question, access: Access, on_token: TokenCallback | None
+    ) -> Answer:
+        if not access.repos:
+            return Answer(question.text, NO_REPOS_TEXT, [], found=False)
+        history = list(question.thread_history)
+        pipeline = self.pipeline
+        try:
+            stream = on_token if pipeline.llm is not None else None
+            return pipeline.answer(question.text, access.repos, stream, history)
+        except StoreUnavailable as exc:
+            log.error("question %s: search store unavailable: %s", question.id, exc)
+            return Answer(question.text, STORE_DOWN_TEXT, [], found=False)
+        except (InvalidInput, AccessDenied) as exc:  # the question itself: say why
+            return Answer(question.text, str(exc), [], found=False)
+        except CodeaskError as exc:
+            # Everything else the pipeline raises comes from the language model.
+            log.error("question %s: generation failed: %s", question.id, exc)
+            return self._without_model(question, access, history)
+        except Exception:
+            log.exception("question %s: answering failed", question.id)
+            return _unexpected(question)
+
+    def _without_model(
+        self, question: Question, access: Access, history: list[tuple[str, str]]
+    ) -> Answer:
+        """The best places found (retrieval is cached), when the model cannot write."""
+        search_text = f"{history[-1][0]}\n{question.text}" if history else question.text
+        try:
+            hits = self.pipeline.retrieve(search_text, access.repos).hits
+        except Exception:
+            log.exception("question %s: retrieval after a model failure failed", question.id)
+            return Answer(question.text, LLM_DOWN_BARE_TEXT, [], found=False)
+        sources = [Source(i, h.chunk, h.score) for i, h in enumerate(hits[:FALLBACK_SOURCES], 1)]
+        if not sources:
+            return Answer(question.text, LLM_DOWN_BARE_TEXT, [], found=False)
+        return Answer(
+            question.text, f"{LLM_DOWN_TEXT}\n{source_list(sources)}", sources, found=False
+        )
+
+    def _audit(self, question: Question, access: Access, answer: Answer) -> None:
+        try:
+            self.services.acl_store.record_audit(
+                platform=question.principal.platform,
+                user_id=question.principal.user_id,
+                github_login=access.github_login,
+                place=str(question.place),
+                question=question.text,
+                allowed_repos=access.repos,
+                cited=[
+                    (s.chunk.repo, s.chunk.path, s.chunk.start_line, s.chunk.end_line)
+                    for s in answer.sources
+                ],
+                withheld=access.withheld,
+                reason=access.reason,
+                request_id=question.id,
+            )
+        except Exception:
+            # The answer is already access-checked; a lost audit row is an operator alarm,
+            # not a reason to leave the asker without a reply.
+            log.exception("question %s: the audit entry could not be written", question.id)
+
+    def _record(self, question: Question, answer: Answer) -> None:
+        try:
+            record_answer(
+                self.services.engine,
+                question.id,
+                question.principal,
+                question.place,
+                question.text,
+                answer.sources,
+            )
+        except Exception:
+            # Its buttons will say the answer is gone; the answer itself still goes out.
+            log.exception("question %s: the answer record could not be written", question.id)
+
+
+def build_pipeline(services: Services) -> AnswerPipeline:
+    """The production pipeline: configured embedder, store, reranker and language model."""
+    from bot.answer.pipeline import AnswerPipeline
+    from bot.answer.rerank import load_reranker
+    from indexer.search import open_searcher
+
+    settings = services.indexer
+    return AnswerPipeline(
+        open_searcher(settings, services.store),
+        services.bot,
+        reranker=load_reranker(services.bot, settings.data_path),
+    )
+
+
+def _unexpected(question: Question) -> Answer:
+    return Answer(question.text, UNEXPECTED_TEXT.format(id=question.id), [], found=False)

@@ -1,0 +1,343 @@
+"""The ``codeask`` command line: short commands over the library."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from bot.cli.serve import register as register_service_commands
+from bot.training.commands import train_app
+from indexer.errors import CodeaskError
+from indexer.settings import IndexerSettings
+from indexer.stores.contract import SearchBackend
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ask questions about code.")
+register_service_commands(app)  # serve, worker, reconcile, repo
+app.add_typer(train_app, name="train")  # mine, reranker, gate
+err = Console(stderr=True, soft_wrap=True)
+out = Console(highlight=False, soft_wrap=True)
+
+
+def _settings() -> IndexerSettings:
+    return IndexerSettings()
+
+
+def _open(settings: IndexerSettings):
+    from indexer.search import open_searcher
+
+    searcher = open_searcher(settings)
+    return searcher.backend, searcher.embedder, searcher
+
+
+@app.command()
+def index(
+    target: Annotated[str, typer.Argument(help="Folder, git work tree or git URL")] = ".",
+    repo: Annotated[str | None, typer.Option(help="Repository name owner/name")] = None,
+    visibility: Annotated[str, typer.Option(help="public | internal | private")] = "private",
+    branch: Annotated[str | None, typer.Option(help="Branch to clone (URLs only)")] = None,
+    full: Annotated[bool, typer.Option("--full", help="Re-index every file")] = False,
+) -> None:
+    """Index a repository (only files that changed since the last run)."""
+    from indexer.embedding import open_embedding_cache
+    from indexer.errors import IndexingError
+    from indexer.jobs.indexing import index_repository
+    from indexer.jobs.registry import check_repo_name
+    from indexer.source.gitrepo import clone_or_update, is_remote_url, name_from_url, repo_name_for
+
+    settings = _settings()
+    if is_remote_url(target):
+        # The name is also the clone's folder under the data dir: never "..", never a path.
+        name = check_repo_name(repo or name_from_url(target))
+        root = clone_or_update(target, settings.repos_dir / name, branch)
+    else:
+        root = Path(target).expanduser().resolve()
+        if not root.is_dir():
+            raise IndexingError(f"{root} is not a folder")
+        name = check_repo_name(repo) if repo else repo_name_for(root)
+    store, embedder, _ = _open(settings)
+    cache = open_embedding_cache(settings)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(f"{stage:>6}", total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        report = index_repository(
+            root,
+            name,
+            store,
+            embedder,
+            cache,
+            visibility=visibility,
+            max_file_bytes=settings.max_file_bytes,
+            progress=progress,
+            force=full,
+        )
+    err.print(
+        f"[bold]{name}[/] at {report.commit[:12] or 'working tree'}: {report.files} files, "
+        f"{report.changed_files} changed, {report.deleted_files} deleted, {report.chunks} chunks "
+        f"written ({report.embedded} embedded"
+        + (f", {report.carried} kept from renamed files" if report.carried else "")
+        + f"), {len(report.skipped)} skipped, "
+        f"{report.seconds:.1f} s"
+    )
+    for reason, count in report.skipped_by_reason().items():
+        err.print(f"  skipped {count:>5}  {reason}")
+    if report.uncommitted:
+        shown = ", ".join(report.uncommitted[:3]) + (" …" if len(report.uncommitted) > 3 else "")
+        err.print(
+            f"  {len(report.uncommitted)} files differ from {report.commit[:12]} (uncommitted: "
+            f"{shown}); citations of them name the path, not lines of the commit",
+            markup=False,
+        )
+
+
+AS_GITHUB_HELP = "Preview as this GitHub user would see it (same policy as the chat bot)"
+PLACE_HELP = "Where the preview is asked: dm, or channel:[slack:|teams:]ID"
+
+
+def _allowed_repos(
+    store: SearchBackend, repo: list[str] | None, as_github: str | None, place: str | None
+) -> frozenset[str]:
+    """Everything indexed for the operator, else what ``--as-github`` gets in ``--place``."""
+    from bot.cli.access import allowed_repo_set
+
+    return allowed_repo_set(
+        store,
+        requested=repo,
+        as_github=as_github,
+        place=place,
+        notify=lambda reason: err.print(f"[yellow]note:[/] {reason}"),
+    )
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for")],
+    repo: Annotated[list[str] | None, typer.Option(help="Restrict to these repos")] = None,
+    k: Annotated[int, typer.Option(help="Number of results", min=1, max=200)] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_github: Annotated[str | None, typer.Option(help=AS_GITHUB_HELP)] = None,
+    place: Annotated[str | None, typer.Option(help=PLACE_HELP)] = None,
+) -> None:
+    """Hybrid (BM25 + k-NN) search over the indexed code."""
+    store, _, searcher = _open(_settings())
+    repos = _allowed_repos(store, repo, as_github, place)
+    hits = searcher.search(query, repos, k=k)
+    if as_json:
+        rows = [
+            {
+                "repo": h.chunk.repo,
+                "path": h.chunk.path,
+                "start_line": h.chunk.start_line,
+                "end_line": h.chunk.end_line,
+                "symbol": h.chunk.symbol,
+                "kind": h.chunk.kind,
+                "score": round(h.score, 6),
+            }
+            for h in hits
+        ]
+        out.print(json.dumps(rows, indent=2))
+        return
+    if not hits:
+        out.print("No results.")
+    for i, h in enumerate(hits, start=1):
+        c = h.chunk
+        out.print(
+            f"{i:>2}. {c.repo} {c.path}:{c.start_line}-{c.end_line}  {c.symbol}  ({h.score:.4f})"
+        )
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="Your question")],
+    repo: Annotated[list[str] | None, typer.Option(help="Restrict to these repos")] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show candidates, fused ranks and rerank scores")
+    ] = False,
+    as_github: Annotated[str | None, typer.Option(help=AS_GITHUB_HELP)] = None,
+    place: Annotated[str | None, typer.Option(help=PLACE_HELP)] = None,
+) -> None:
+    """Answer a question from the indexed code, with citations."""
+    from acl.settings import AclSettings
+    from bot.answer.pipeline import check_question
+    from bot.cli.terminal import ask_in_terminal
+
+    check_question(question)
+    settings = _settings()
+    store, _, searcher = _open(settings)
+    repos = _allowed_repos(store, repo, as_github, place)
+    ask_in_terminal(
+        question,
+        repos,
+        searcher,
+        settings.data_path,
+        out,
+        explain=explain,
+        web_url=AclSettings().github_web_url,
+    )
+
+
+@app.command("eval")
+def eval_(
+    golden: Annotated[list[Path], typer.Argument(help="Golden sets (.jsonl) or folders of them")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    k: Annotated[int, typer.Option("--k", help="Cut-off for recall, MRR and nDCG")] = 10,
+    ablate: Annotated[bool, typer.Option("--ablate", help="Compare configurations")] = False,
+    index_first: Annotated[
+        bool, typer.Option("--index", help="First index the pinned corpora of the sets")
+    ] = False,
+    citations: Annotated[
+        bool,
+        typer.Option(
+            "--citations",
+            help="Also answer every question with the local test LLM and score the citations",
+        ),
+    ] = False,
+) -> None:
+    """Score retrieval on golden questions (recall@k, MRR, nDCG; per kind and per repo).
+
+    With --citations, also answer them (local test LLM) and score the answers' citations.
+    """
+    from eval.command import DEFAULT_REPORT_DIR, run_eval
+
+    run_eval(
+        golden,
+        k=k,
+        as_json=as_json,
+        ablate=ablate,
+        index=index_first,
+        report_dir=DEFAULT_REPORT_DIR,
+        out=out,
+        err=err,
+        citations=citations,
+    )
+
+
+@app.command("migrate-index")
+def migrate_index(
+    delete_old: Annotated[
+        bool, typer.Option("--delete-old", help="Delete the previous index version after")
+    ] = False,
+) -> None:
+    """OpenSearch: build the next index version for this configuration and move the alias."""
+    from indexer.embedding import open_embedder
+    from indexer.stores.opensearch.migrate import migrate
+    from indexer.stores.opensearch.store import OpenSearchStore
+
+    settings = _settings()
+    if settings.store != "opensearch":
+        raise typer.BadParameter("only for CODEASK_STORE=opensearch")
+    embedder = open_embedder(settings)
+    done = migrate(
+        OpenSearchStore.from_settings(settings), embedder.dimension, delete_old=delete_old
+    )
+    if done.old_index == done.new_index:
+        err.print(f"{done.new_index} already fits this configuration; nothing changed.")
+        return
+    err.print(
+        f"{settings.opensearch_index} now points to {done.new_index} ({done.copied} chunks copied)."
+    )
+    if done.reindex_needed:
+        err.print("The vector dimension changed: run `codeask index` again for every repository.")
+
+
+@app.command()
+def audit(
+    limit: Annotated[int, typer.Option(help="How many of the newest questions")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Who asked what, where, over which repos, and what was cited (never code)."""
+    from bot.cli.access import AccessContext
+
+    context = AccessContext.from_settings()
+    try:
+        entries = context.store.audit_entries(limit)
+    finally:
+        context.close()
+    if as_json:
+        out.print(json.dumps([e.model_dump() for e in entries], indent=2), markup=False)
+        return
+    if not entries:
+        out.print("No questions recorded.")
+    for e in entries:
+        who = f"{e.platform}:{e.user_id}" + (f" (@{e.github_login})" if e.github_login else "")
+        cited = ", ".join(
+            f"{c['repo']}/{c['path']}:{c['lines'][0]}-{c['lines'][1]}" for c in json.loads(e.cited)
+        )
+        out.print(f"{_when(e.ts)}  {who} in {e.place}: {e.question}", markup=False)
+        out.print(
+            f"    repos: {len(json.loads(e.allowed_repos))}  cited: {cited or '-'}", markup=False
+        )
+
+
+def _when(ts: float) -> str:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@app.command()
+def link(
+    platform: Annotated[str, typer.Option(help="slack or teams")],
+    user: Annotated[str, typer.Option(help="Chat user id (Slack TEAM:USER, Teams AAD id)")],
+) -> None:
+    """Print the one-time GitHub sign-in URL that links this chat user to their account."""
+    from acl.linking import OAuthLinker
+    from acl.permissions import Principal
+    from bot.cli.access import AccessContext
+
+    context = AccessContext.from_settings()
+    try:
+        url = OAuthLinker(context.settings, context.store).start(Principal(platform, user))
+    finally:
+        context.close()
+    out.print(url, markup=False)
+    err.print(
+        f"Send this to the user; it expires in {context.settings.link_state_ttl_seconds} s. "
+        "After signing in they finish by sending the bot `link confirm CODE` from that chat "
+        "account."
+    )
+
+
+@app.command()
+def unlink(
+    platform: Annotated[str, typer.Option(help="slack or teams")],
+    user: Annotated[str, typer.Option(help="Chat user id")],
+) -> None:
+    """Remove a chat user's GitHub link: they read public repositories only from now on."""
+    from bot.cli.access import AccessContext
+
+    context = AccessContext.from_settings()
+    try:
+        removed = context.store.unlink(platform, user)
+    finally:
+        context.close()
+    out.print(f"Unlinked {platform}:{user}." if removed else f"{platform}:{user} was not linked.")
+
+
+def main() -> None:
+    try:
+        app()
+    except CodeaskError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

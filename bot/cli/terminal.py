@@ -1,0 +1,122 @@
+"""Answering in a terminal: streamed text, cited sources with links, the retrieval trail.
+
+Generated and indexed text is printed without control characters, so it cannot send a
+terminal escape sequence (an OSC 8 hyperlink, a title change, a cursor move), and a URL
+the answer writes is shown inert unless :mod:`bot.chat.links` permits it; the links printed
+are the ones the application builds from the sources.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from bot.answer.pipeline import AnswerPipeline
+from bot.answer.rerank import load_reranker
+from bot.answer.result import Answer
+from bot.chat.links import NO_LINKS, answer_links, defang, strip_controls
+from bot.settings import BotSettings
+from indexer.search.searcher import Searcher
+
+SNIPPET_LINES = 12
+
+
+def ask_in_terminal(
+    question: str,
+    repos: frozenset[str],
+    searcher: Searcher,
+    data_dir: Path,
+    console: Console,
+    explain: bool = False,
+    settings: BotSettings | None = None,
+    web_url: str = "https://github.com",
+) -> Answer:
+    """Answer ``question`` from ``repos``, streaming generated text as it arrives."""
+    settings = settings or BotSettings()
+    pipeline = AnswerPipeline(searcher, settings, reranker=load_reranker(settings, data_dir))
+    streamed: list[str] = []
+    stream = _InertStream(console)
+
+    def on_token(text: str) -> None:
+        streamed.append(text)
+        stream.feed(text)
+
+    answer = pipeline.answer(question, repos, on_token if pipeline.llm else None)
+    shown = defang(strip_controls(answer.text), answer_links(answer.sources, web_url))
+    if streamed:
+        stream.close()
+        console.print()
+        if "".join(streamed) != answer.text:  # citations were repaired after streaming
+            console.print("\n[bold]Corrected answer:[/]")
+            console.print(shown, markup=False)
+    else:
+        console.print(shown, markup=False)
+    print_sources(answer, console, web_url)
+    for note in answer.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    if explain:
+        print_explain(answer, console)
+    return answer
+
+
+class _InertStream:
+    """Prints streamed text as it comes, holding back a word until it is complete: a URL
+    arrives in pieces, and only a whole one can be made inert. Nothing is linked while
+    streaming (the sources are not known yet); the final text is shown again if it
+    changed."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._pending = ""
+
+    def feed(self, piece: str) -> None:
+        self._pending += strip_controls(piece)
+        cut = max(self._pending.rfind(" "), self._pending.rfind("\n"), self._pending.rfind("\t"))
+        if cut >= 0:
+            self._print(self._pending[: cut + 1])
+            self._pending = self._pending[cut + 1 :]
+
+    def close(self) -> None:
+        self._print(self._pending)
+        self._pending = ""
+
+    def _print(self, text: str) -> None:
+        if text:
+            self._console.print(defang(text, NO_LINKS), end="", markup=False, highlight=False)
+
+
+def print_sources(answer: Answer, console: Console, web_base: str) -> None:
+    for s in answer.sources:
+        heading = strip_controls(f"{s.label}  {s.chunk.symbol}")
+        console.print(f"\n[bold]\\[{s.number}][/] ", end="", highlight=False)
+        console.print(heading, markup=False, highlight=False)
+        console.print(f"    {strip_controls(s.link(web_base))}", markup=False)
+        lines = s.chunk.text.split("\n")  # line numbers count \n only, like the chunker
+        for n, line in enumerate(lines[:SNIPPET_LINES], start=s.chunk.start_line):
+            console.print(f"    {n:>5} │ {strip_controls(line)}", markup=False)
+        if len(lines) > SNIPPET_LINES:
+            console.print(f"          … {len(lines) - SNIPPET_LINES} more lines")
+
+
+def print_explain(answer: Answer, console: Console) -> None:
+    """Candidates in final order with fused ranks, per-list ranks and rerank scores."""
+    console.print("\n[bold]Retrieval trail[/]")
+    rerank = answer.reranker or "none configured (fused order kept)"
+    console.print(f"  allowed repositories: {answer.allowed_repo_count}   reranker: {rerank}")
+    ev = ", ".join(f"{k}={v}" for k, v in answer.evidence.items())
+    console.print(f"  evidence: {ev}   answered: {answer.found}", markup=False)
+    timings = ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in answer.timings.items())
+    console.print(f"  timings: {timings}", markup=False)
+    console.print("  final  fused  bm25  knn  sym  rerank    location  symbol")
+    for c in sorted(answer.explain, key=lambda c: c.final_rank):
+        bm25 = c.ranks.get("bm25", "-")
+        knn = c.ranks.get("knn", "-")
+        sym = c.ranks.get("symbol", "-")
+        score = "-" if c.rerank_score is None else f"{c.rerank_score:.4f}"
+        where = strip_controls(f"{c.chunk.repo}/{c.chunk.location}  {c.chunk.symbol}")
+        console.print(
+            f"  {c.final_rank:>5}  {c.fused_rank:>5}  {bm25!s:>4}  {knn!s:>3}  {sym!s:>3}  {score:>7}    "
+            f"{where}",
+            markup=False,
+        )

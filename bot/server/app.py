@@ -1,0 +1,296 @@
+"""The aiohttp application behind ``codeask serve``.
+
+Routes owned here: ``GET /healthz`` (the process is up), ``GET /readyz`` (the metadata
+database and the search store answer), ``POST /github/webhook`` and
+``GET /github/oauth/callback``. Bad input never gets a 5xx: bodies go through
+:mod:`bot.chat.request_checks` (400, 401, 413, 415). Chat adapters mount
+their own routes without editing this file::
+
+    def mount_slack(app: web.Application) -> None:
+        services = app[SERVICES]            # settings, registry, store, GitHub client
+        app.router.add_post("/slack/events", handler)
+
+    app = create_app(services, mounts=[mount_slack, mount_teams])
+
+A mount may also append to ``app.on_startup`` / ``app.cleanup_ctx`` for clients it owns.
+Handlers must not block the event loop: run database, GitHub and search calls with
+``asyncio.to_thread``. Nothing here indexes; webhooks only queue jobs for the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
+
+from bot.chat.request_checks import BadRequest, parse_json_object
+from bot.server.github_events import apply_event, claim_delivery, forget_delivery
+from bot.services import Services
+from indexer.errors import AccessDenied, CodeaskError, ConfigError
+from indexer.jobs.reconcile import git_heads, reconcile
+
+log = logging.getLogger(__name__)
+
+Mount = Callable[[web.Application], None]
+SERVICES: web.AppKey[Services] = web.AppKey("codeask.services", Services)
+MAX_WEBHOOK_BYTES = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
+
+
+def create_app(
+    services: Services | None = None,
+    *,
+    mounts: Sequence[Mount] = (),
+    reconcile_seconds: float | None = None,
+) -> web.Application:
+    """Build the application; ``mounts`` add adapter routes, ``reconcile_seconds`` overrides
+    ``CODEASK_RECONCILE_SECONDS`` (0 disables the periodic reconcile)."""
+    services = services or Services()
+    _log_malformed_http_as_warnings()
+    app = web.Application(client_max_size=MAX_WEBHOOK_BYTES)
+    app[SERVICES] = services
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_post("/github/webhook", github_webhook)
+    app.router.add_get("/github/oauth/callback", github_oauth_callback)
+    for mount in mounts:
+        mount(app)
+    interval = services.bot.reconcile_seconds if reconcile_seconds is None else reconcile_seconds
+    if interval > 0:
+        app.cleanup_ctx.append(_reconcile_every(interval))
+    return app
+
+
+def run(services: Services | None = None, *, mounts: Sequence[Mount] = ()) -> None:
+    """Serve until interrupted, on ``CODEASK_HOST``:``CODEASK_PORT``."""
+    services = services or Services()
+    app = create_app(services, mounts=mounts)
+    app.on_cleanup.append(_close_services)
+    web.run_app(app, host=services.bot.host, port=services.bot.port, print=None)
+
+
+async def _close_services(app: web.Application) -> None:
+    await asyncio.to_thread(app[SERVICES].close)
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """The request body; 413 when it is over ``limit`` bytes (before reading, if declared)."""
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=declared)
+    body = await request.read()
+    if len(body) > limit:
+        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(body))
+    return body
+
+
+def bad_request(exc: BadRequest) -> web.Response:
+    """The JSON error answer to a request that ``bot.chat.request_checks`` refused."""
+    return _error(exc.status, str(exc))
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    services = request.app[SERVICES]
+    checks: dict[str, str] = {}
+
+    def database() -> None:
+        services.registry.ping()
+
+    def store() -> None:
+        services.store.repo_states()
+
+    for name, check in (("database", database), ("store", store)):
+        try:
+            await asyncio.to_thread(check)
+            checks[name] = "ok"
+        except Exception as exc:
+            # Readiness reports which dependency is down; the detail goes to the log only.
+            log.warning("readyz: %s unavailable: %s", name, exc)
+            checks[name] = "unavailable"
+    ok = all(v == "ok" for v in checks.values())
+    return web.json_response(
+        {"status": "ok" if ok else "unavailable", **checks}, status=200 if ok else 503
+    )
+
+
+async def github_webhook(request: web.Request) -> web.Response:
+    """Verify, de-duplicate and apply one GitHub delivery; answers before any indexing."""
+    from acl.webhooks import verify_signature
+
+    services = request.app[SERVICES]
+    body = await request.read()
+    try:
+        verify_signature(services.acl.github_webhook_secret, request.headers, body)
+    except ConfigError as exc:
+        log.error("webhook refused: %s", exc)
+        return _error(503, str(exc))
+    except AccessDenied:
+        return _error(401, "bad or missing X-Hub-Signature-256")
+    event = request.headers.get("X-GitHub-Event", "")
+    delivery = request.headers.get("X-GitHub-Delivery", "") or f"local-{uuid.uuid4()}"
+    if not event:
+        return _error(400, "missing X-GitHub-Event")
+    if not (_plain_text(event) and _plain_text(delivery)):  # GitHub sends names and GUIDs
+        return _error(400, "X-GitHub-Event and X-GitHub-Delivery must be printable ASCII")
+    try:
+        payload = parse_json_object(body)
+    except BadRequest as exc:
+        return bad_request(exc)
+
+    def handle() -> dict[str, Any]:
+        if not claim_delivery(services.engine, delivery, event):
+            return {"event": event, "duplicate": True}
+        try:
+            outcome = apply_event(services.engine, event, payload, services.clone_url)
+            result = outcome.as_json()
+            result["acl"] = _acl_webhook(services, event, payload)
+            return result
+        except BaseException:
+            forget_delivery(services.engine, delivery)
+            raise
+
+    try:
+        result = await asyncio.to_thread(handle)
+    except CodeaskError as exc:
+        log.error("webhook %s (%s) failed: %s", delivery, event, exc)
+        return _error(503, str(exc))
+    log.info("webhook %s %s: %s", delivery, event, result)
+    return web.json_response(result)
+
+
+async def github_oauth_callback(request: web.Request) -> web.Response:
+    """Finish ``codeask link``: GitHub redirects here with the one-time state and a code."""
+    from acl.linking import OAuthLinker, PendingConfirmation
+
+    services = request.app[SERVICES]
+    if not (services.acl.github_oauth_client_id and services.acl.github_oauth_client_secret):
+        return _page(404, "Linking with GitHub is not enabled on this server.")
+    state = request.query.get("state", "")
+    code = request.query.get("code", "")
+    if not state or not code:
+        return _page(400, "This link is incomplete. Ask the bot for a new one with `link`.")
+
+    def complete() -> PendingConfirmation:
+        return OAuthLinker(services.acl, services.acl_store).complete(state, code)
+
+    try:
+        pending = await asyncio.to_thread(complete)
+    except AccessDenied:
+        return _page(400, "This link has expired or was already used. Ask the bot for a new one.")
+    except CodeaskError as exc:
+        log.error("oauth callback failed: %s", exc)
+        return _page(503, "GitHub could not confirm your account right now; try again shortly.")
+    platform = {"slack": "Slack", "teams": "Microsoft Teams"}.get(
+        pending.platform, pending.platform
+    )
+    return _page(
+        200,
+        f"You signed in to GitHub as {pending.github_login}. Nothing is linked yet.",
+        f"If you asked codeask for this link yourself, send it this message in {platform} "
+        "to finish:",
+        f"link confirm {pending.code}",
+        f"This link was requested by {platform} user {pending.chat_user_id}. If that is not "
+        "you, close this page and do not share the code: whoever sends it would read code "
+        f"with your GitHub access. The code expires in {int(services.acl.link_state_ttl_seconds // 60)} "
+        "minutes.",
+    )
+
+
+def _page(status: int, *paragraphs: str) -> web.Response:
+    body = "<!doctype html><title>codeask</title>" + "".join(
+        f"<p>{html.escape(p)}</p>" for p in paragraphs
+    )
+    return web.Response(status=status, text=body, content_type="text/html")
+
+
+def _acl_webhook(services: Services, event: str, payload: dict[str, Any]) -> str:
+    """Let access control drop cached permissions this event may have changed."""
+    try:
+        from acl.webhooks import handle_acl_webhook
+    except ImportError:  # access control without webhook support: nothing cached to drop
+        return "unsupported"
+    handle_acl_webhook(event, payload, services.acl_store, _registered_name(services, payload))
+    return "applied"
+
+
+def _registered_name(services: Services, payload: dict[str, Any]) -> str | None:
+    """The name the index uses for the payload's repository, found by its GitHub id (it can
+    differ from GitHub's current name, e.g. after an organization rename)."""
+    from sqlmodel import Session, select
+
+    from indexer.jobs.registry import Repo
+
+    repository = payload.get("repository")
+    gid = repository.get("id") if isinstance(repository, dict) else None
+    if not isinstance(gid, int):
+        return None
+    with Session(services.engine) as s:
+        repo = s.exec(select(Repo).where(Repo.github_id == gid)).first()
+    return repo.full_name if repo is not None else None
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+def _plain_text(value: str) -> bool:
+    return value.isascii() and value.isprintable()
+
+
+class _MalformedHttpAsWarning(logging.Filter):
+    """aiohttp answers a malformed request (a request line or header over its limits, bad
+    framing) with 400 itself, but logs a traceback at ERROR: it is the client's fault, so
+    it becomes one warning line that repeats nothing the client sent."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 0) < 500:
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg, record.args = "refused a malformed HTTP request (%s)", (type(exc).__name__,)
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+def _log_malformed_http_as_warnings() -> None:
+    logger = logging.getLogger("aiohttp.server")
+    if not any(isinstance(f, _MalformedHttpAsWarning) for f in logger.filters):
+        logger.addFilter(_MalformedHttpAsWarning())
+
+
+def _reconcile_every(
+    seconds: float,
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        task = asyncio.create_task(_reconcile_loop(app[SERVICES], seconds))
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    return ctx
+
+
+async def _reconcile_loop(services: Services, seconds: float) -> None:
+    while True:
+        await asyncio.sleep(seconds)
+        try:
+            drifts = await asyncio.to_thread(run_reconcile, services)
+            if drifts:
+                log.info("reconcile queued: %s", ", ".join(d.repo for d in drifts if d.queued))
+        except Exception:  # keep reconciling on the next tick; the cause is in the log
+            log.exception("reconcile failed")
+
+
+def run_reconcile(services: Services) -> list[Any]:
+    """One reconcile pass (``codeask reconcile`` and the periodic task)."""
+    return reconcile(services.engine, git_heads(services.git_token))

@@ -1,0 +1,298 @@
+"""Answers and command results as Teams Adaptive Cards (schema 1.5): pure functions over data.
+
+Teams rejects a message over about 28 KB including the activity envelope, so a card is
+kept under ``CARD_BUDGET`` bytes of JSON: the answer text is shortened first (with a note
+pointing at the sources), then trailing sources are dropped.
+
+TextBlock Markdown turns ``[text](url)`` and bare URLs into links, so generated text keeps
+only the links :mod:`bot.chat.links` permits and shows every other URL inert. Cards hold
+TextBlocks, a FactSet and buttons only: no image or hero element is built from an answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from bot.answer.result import GITHUB_WEB, Answer, Source
+from bot.chat.commands import CommandResult
+from bot.chat.links import NO_LINKS, URL, LinkPolicy, answer_links, defang, inert, split_url
+
+CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
+CARD_SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
+CARD_VERSION = "1.5"
+# Room for the activity envelope (ids, conversation, entities) under Teams' ~28 KB cap.
+CARD_BUDGET = 24_000
+TRUNCATED_NOTE = "… (answer shortened to fit Teams; more in the sources below)"
+TRUNCATED_LIST = "… (list shortened to fit Teams)"
+FEEDBACK_ACTION = "feedback"
+# Button titles per verdict of bot.chat.feedback.VERDICTS.
+VERDICT_TITLES = {"helpful": "Helpful", "wrong": "Wrong or unhelpful"}
+
+Card = dict[str, Any]
+
+# What generated text may write as a link, in Markdown, HTML or Slack's form, or bare. A
+# Markdown link's label may hold one level of brackets ("[[1]](…)"), its target one level
+# of parentheses and a title.
+_WRITTEN = re.compile(
+    r"(?P<image>!\[(?P<alt>[^\[\]\n]*)\]\((?P<iurl>[^()\s]*)(?:\s+\"[^\"\n]*\")?\))"
+    r"|(?P<link>\[(?P<ltext>(?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
+    r"\((?P<url>[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+\"[^\"\n]*\")?\))"
+    r"|(?P<angle><(?P<aurl>[a-zA-Z][a-zA-Z0-9+.\-]*:[^>\s|]*)(?:\|(?P<atext>[^>\n]*))?>)"
+    r"|(?P<anchor>(?i:<a\s[^>\n]*?href\s*=\s*[\"']?(?P<hurl>[^\"'\s>]+)[\"']?[^>\n]*>"
+    r"(?P<htext>[^<\n]*)</a\s*>))"
+    rf"|(?P<bare>{URL.pattern})"
+    r"|(?P<cite>\[(?P<num>\d+)\])"
+)
+# (form, its URL group, its label group) for the forms of _WRITTEN that carry a URL; an
+# image is at most a link, never shown.
+_FORMS = (
+    ("image", "iurl", "alt"),
+    ("link", "url", "ltext"),
+    ("angle", "aurl", "atext"),
+    ("anchor", "hurl", "htext"),
+)
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What a feedback button sends back: ``question_id`` ties it to the audited question."""
+
+    question_id: str
+    verdict: str  # one of bot.chat.feedback.VERDICTS
+
+
+def linked_text(text: str, sources: list[Source], web_base: str = GITHUB_WEB) -> str:
+    """``[n]`` markers become Markdown links to the commit-pinned lines of source ``n``.
+
+    Markers with no such source stay as written. A link the text writes itself stays a
+    link only to a URL the answer's sources permit (:func:`bot.chat.links.answer_links`);
+    any other URL, and every image, is shown as inert text.
+    """
+    return _written_links(
+        text, {s.number: s for s in sources}, answer_links(sources, web_base), web_base
+    )
+
+
+def _written_links(
+    text: str, by_number: dict[int, Source], links: LinkPolicy, web_base: str
+) -> str:
+    def render(match: re.Match[str]) -> str:
+        if match.group("cite"):
+            source = by_number.get(int(match.group("num")))
+            if source is None:
+                return match.group(0)
+            return f"[[{source.number}]]({_url(source, web_base)})"
+        if match.group("bare"):
+            url, tail = split_url(match)
+            return written_link(url, "") + tail
+        for kind, url_group, label_group in _FORMS:
+            if match.group(kind):
+                return written_link(match.group(url_group), match.group(label_group) or "")
+        raise AssertionError(match.group(0))
+
+    def written_link(url: str, label: str) -> str:
+        if links.permits(url) and url.startswith(("http://", "https://")):
+            return f"[{_escape(defang(label, links)) or _escape(url)}]({_safe_url(url)})"
+        shown = _escape(inert(url))
+        if not label.strip():
+            return shown
+        return f"{_written_links(label, by_number, links, web_base)} ({shown})"
+
+    # A "!" the text put before a link made here would turn that link into an image.
+    return re.sub(r"!(?=\[)", r"\\!", _WRITTEN.sub(render, text))
+
+
+def answer_card(
+    answer: Answer,
+    question_id: str,
+    *,
+    notices: list[str] | None = None,
+    web_base: str = GITHUB_WEB,
+    budget: int = CARD_BUDGET,
+) -> Card:
+    """The answer with linked citations, its sources, any notices and feedback buttons."""
+    notices = [*(notices or []), *answer.notes]
+    sources = list(answer.sources)
+    text = answer.text
+    card = _answer_card(text, sources, notices, question_id, web_base, truncated=False)
+    if _size(card) <= budget:
+        return card
+    # Shorten the answer at a line or word boundary: binary search on the kept length.
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        trial = _answer_card(_cut(text, mid), sources, notices, question_id, web_base, True)
+        if _size(trial) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    if low > 0:
+        return _answer_card(_cut(text, low), sources, notices, question_id, web_base, True)
+    while sources:  # the sources alone overflow (absurdly long paths): keep the first ones
+        sources.pop()
+        card = _answer_card("", sources, notices, question_id, web_base, truncated=True)
+        if _size(card) <= budget:
+            return card
+    return _answer_card("", [], [], question_id, web_base, truncated=True)
+
+
+def progress_text(partial: str) -> str:
+    """The text of a 1:1 answer while it is still being written (no URL it writes is a
+    link yet: its sources are not known until it is done)."""
+    if not partial.strip():
+        return "Searching the indexed code …"
+    return _written_links(partial.rstrip(), {}, NO_LINKS, GITHUB_WEB) + " …"
+
+
+def command_card(result: CommandResult, budget: int = CARD_BUDGET) -> Card:
+    """A command's output, one block per line (``lines`` already carry every row)."""
+    color = "Attention" if result.error else None
+
+    def build(lines: list[str], shortened: bool) -> Card:
+        body = [_text(line, color=color) for line in lines]
+        return _card([*body, _text(TRUNCATED_LIST)] if shortened else body)
+
+    card = build(result.lines, False)
+    if _size(card) <= budget:
+        return card
+    low, high = 0, len(result.lines)  # binary search on how many lines fit
+    while low < high:
+        mid = (low + high + 1) // 2
+        if _size(build(result.lines[:mid], True)) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return build(result.lines[:low], True)
+
+
+def text_card(text: str, *, attention: bool = False) -> Card:
+    """A short message (errors, notices) as a card, so every bot reply looks alike."""
+    return _card([_text(text, color="Attention" if attention else None)])
+
+
+def parse_feedback(value: object) -> Feedback | None:
+    """The feedback in an ``Action.Submit`` / ``Action.Execute`` payload, or None."""
+    if not isinstance(value, dict):
+        return None
+    data: object = value
+    action = value.get("action")
+    if isinstance(action, dict):  # an adaptiveCard/action invoke: {"action": {"data": …}}
+        data = action.get("data")
+    if not isinstance(data, dict) or data.get("action") != FEEDBACK_ACTION:
+        return None
+    question_id, verdict = data.get("question_id"), data.get("verdict")
+    if not isinstance(question_id, str) or not question_id or verdict not in VERDICT_TITLES:
+        return None
+    return Feedback(question_id, verdict)
+
+
+def attachment(card: Card) -> dict[str, Any]:
+    """The card as a Bot Framework attachment."""
+    return {"contentType": CARD_CONTENT_TYPE, "content": card}
+
+
+# --- building blocks ---------------------------------------------------------------
+
+
+def _answer_card(
+    text: str,
+    sources: list[Source],
+    notices: list[str],
+    question_id: str,
+    web_base: str,
+    truncated: bool,
+) -> Card:
+    body: list[dict[str, Any]] = []
+    if text:
+        body.append(_text(linked_text(text, sources, web_base)))
+    if truncated:
+        body.append(_text(TRUNCATED_NOTE, subtle=True))
+    for notice in notices:
+        body.append(_text(notice, subtle=True))
+    if sources:
+        body.append(_text("Sources", weight="Bolder", spacing="Medium"))
+        body.append(
+            {
+                "type": "FactSet",
+                "facts": [
+                    {"title": f"[{s.number}]", "value": _source_value(s, web_base)} for s in sources
+                ],
+            }
+        )
+    actions = [
+        {
+            "type": "Action.Submit",
+            "title": title,
+            "data": {"action": FEEDBACK_ACTION, "question_id": question_id, "verdict": verdict},
+        }
+        for verdict, title in VERDICT_TITLES.items()
+    ]
+    return _card(body, actions)
+
+
+def _source_value(source: Source, web_base: str) -> str:
+    c = source.chunk
+    label = f"{c.repo}/{c.path}:{c.start_line}-{c.end_line}"
+    symbol = f" — {c.symbol}" if c.symbol else ""
+    return f"[{_escape(label)}]({_url(source, web_base)}){_escape(symbol)}"
+
+
+def _url(source: Source, web_base: str) -> str:
+    return _safe_url(source.link(web_base))
+
+
+def _safe_url(url: str) -> str:
+    # Spaces and parentheses would end a Markdown link early.
+    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
+
+
+def _escape(text: str) -> str:
+    return re.sub(r"([\\\[\]*_`])", r"\\\1", text)
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    for sep in ("\n", " "):
+        at = head.rfind(sep)
+        if at > limit // 2:
+            return head[:at].rstrip()
+    return head
+
+
+def _text(
+    text: str,
+    *,
+    subtle: bool = False,
+    weight: str | None = None,
+    color: str | None = None,
+    spacing: str | None = None,
+) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "TextBlock", "text": text, "wrap": True}
+    if subtle:
+        block["isSubtle"] = True
+    for key, value in (("weight", weight), ("color", color), ("spacing", spacing)):
+        if value:
+            block[key] = value
+    return block
+
+
+def _card(body: list[dict[str, Any]], actions: list[dict[str, Any]] | None = None) -> Card:
+    card: Card = {
+        "type": "AdaptiveCard",
+        "$schema": CARD_SCHEMA,
+        "version": CARD_VERSION,
+        "body": body,
+        "msteams": {"width": "Full"},
+    }
+    if actions:
+        card["actions"] = actions
+    return card
+
+
+def _size(card: Card) -> int:
+    return len(json.dumps(card, ensure_ascii=False).encode())

@@ -1,0 +1,355 @@
+"""What the bot does with each Teams activity: questions, commands, feedback, greetings.
+
+Users are identified by their AAD object id (``from.aadObjectId``), never by display
+name. The place decides the audience: a personal chat is the asker's own (``dm``); a team
+channel and a group chat are shown to everyone there (``channel``), so the audience policy
+of ``acl.permissions`` applies to both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from botbuilder.core import ActivityHandler, InvokeResponse, TurnContext
+from botbuilder.schema import (
+    Activity,
+    ActivityTypes,
+    Attachment,
+    ChannelAccount,
+    ConversationAccount,
+    ConversationParameters,
+)
+
+from acl.permissions import Place, Principal
+from bot.answer.records import seen_here
+from bot.chat.commands import CommandResult, Commands, Invoker
+from bot.chat.feedback import record_feedback
+from bot.teams.render import (
+    CARD_CONTENT_TYPE,
+    Card,
+    Feedback,
+    answer_card,
+    command_card,
+    parse_feedback,
+    progress_text,
+    text_card,
+)
+
+if TYPE_CHECKING:
+    from bot.answer.asking import Asker
+    from bot.services import Services
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "teams"
+WELCOME = (
+    "Hi! I answer questions about the indexed code, citing the exact lines. Mention me in a "
+    "channel or write to me here. Send `help` for commands; `link` connects your GitHub "
+    "account so private repositories you can read are included in our personal chat."
+)
+EMPTY = "Ask me a question about the code, or send `help`."
+NO_IDENTITY = "I could not tell who you are (no Azure AD id on the message), so I did not answer."
+OTHER_TENANT = "This codeask bot serves another organization."
+THANKS = "Thanks for the feedback."
+SENT_PRIVATELY = "I sent you the result in our personal chat."
+NOT_SENT_PRIVATELY = (
+    "The result of that command is private and I could not reach you in a personal chat. "
+    "Open a chat with me and send the command there."
+)
+USER_COMMANDS = {"help", "whoami", "link", "unlink"}
+SUBCOMMANDS = {"repo": {"add", "list", "remove", "reindex"}, "channel": {"grant", "revoke"}}
+_AT_TAG = re.compile(r"<at>(.*?)</at>", re.IGNORECASE | re.DOTALL)
+
+
+def card_message(card: Card) -> Activity:
+    return Activity(
+        type=ActivityTypes.message,
+        attachments=[Attachment(content_type=CARD_CONTENT_TYPE, content=card)],
+    )
+
+
+def looks_like_command(text: str) -> bool:
+    """Whether a message is a text command rather than a question (``repo list``, ``help``)."""
+    words = text.split()
+    if not words:
+        return False
+    head = words[0].lower()
+    if head in USER_COMMANDS:
+        return len(words) == 1
+    if head == "status":
+        return len(words) == 1 or (len(words) == 2 and "/" in words[1])
+    return len(words) >= 2 and words[1].lower() in SUBCOMMANDS.get(head, set())
+
+
+def message_text(activity: Activity) -> str:
+    """The message without the bot's @mention (Teams puts ``<at>Name</at>`` in the text)."""
+    text = activity.text or ""
+    bot_id = activity.recipient.id if activity.recipient else None
+    for entity in activity.entities or []:
+        props = entity.additional_properties or {}
+        mentioned = props.get("mentioned") or {}
+        if (entity.type or "").lower() == "mention" and mentioned.get("id") == bot_id:
+            text = text.replace(props.get("text") or f"<at>{mentioned.get('name', '')}</at>", " ")
+    text = _AT_TAG.sub(lambda m: m.group(1), text)  # other people's mentions keep their names
+    return " ".join(text.replace("&nbsp;", " ").split())
+
+
+def place_of(activity: Activity) -> Place:
+    """``dm`` for a personal chat; otherwise the team channel or the group chat's id.
+
+    Only a conversation that says it is personal, and not a group, is a DM: one with no
+    type (other Bot Framework channels) counts as shared, so it never gets the asker's
+    private access.
+    """
+    conversation = activity.conversation
+    if conversation is None:
+        return Place("channel", "")
+    kind = conversation.conversation_type or ""
+    if kind == "personal" and not conversation.is_group:
+        return Place("dm")
+    data = activity.channel_data if isinstance(activity.channel_data, dict) else {}
+    channel = data.get("channel") if isinstance(data.get("channel"), dict) else None
+    if kind == "channel" and channel and channel.get("id"):
+        return Place("channel", str(channel["id"]))
+    # A channel conversation id names the thread ("19:…@thread.tacv2;messageid=…").
+    return Place("channel", (conversation.id or "").split(";", 1)[0])
+
+
+def tenant_of(activity: Activity) -> str:
+    data = activity.channel_data if isinstance(activity.channel_data, dict) else {}
+    tenant = data.get("tenant") if isinstance(data.get("tenant"), dict) else {}
+    conversation_tenant = activity.conversation.tenant_id if activity.conversation else None
+    return str((tenant or {}).get("id") or conversation_tenant or "")
+
+
+class CodeaskTeamsHandler(ActivityHandler):
+    def __init__(self, services: Services, asker: Asker) -> None:
+        self.services = services
+        self.settings = services.bot
+        self.asker = asker
+        self._commands: Commands | None = None
+
+    # --- activities ---------------------------------------------------------------------
+
+    async def on_message_activity(self, turn_context: TurnContext) -> None:
+        activity = turn_context.activity
+        feedback = parse_feedback(activity.value)
+        if feedback is not None:
+            if await self._store_feedback(activity, feedback):
+                await self._reply(turn_context, text_card(THANKS))
+            return
+        if activity.value is not None and not activity.text:
+            log.info("Teams: ignoring a card submission that is not feedback")
+            return
+        refusal = self._refusal(activity)
+        if refusal:
+            await self._reply(turn_context, text_card(refusal, attention=True))
+            return
+        text = message_text(activity)
+        if not text:
+            await self._reply(turn_context, text_card(EMPTY))
+        elif looks_like_command(text):
+            await self._command(turn_context, text)
+        else:
+            await self._question(turn_context, text)
+
+    async def on_members_added_activity(
+        self, members_added: list[ChannelAccount], turn_context: TurnContext
+    ) -> None:
+        bot_id = turn_context.activity.recipient.id if turn_context.activity.recipient else None
+        if any(m.id == bot_id for m in members_added):
+            await self._reply(turn_context, text_card(WELCOME))
+
+    async def on_invoke_activity(self, turn_context: TurnContext) -> InvokeResponse | None:
+        activity = turn_context.activity
+        if activity.name != "adaptiveCard/action":
+            return await super().on_invoke_activity(turn_context)
+        feedback = parse_feedback(activity.value)
+        if feedback is None or self._refusal(activity):
+            return InvokeResponse(
+                status=400, body=_invoke_message("That action is not supported.", 400)
+            )
+        stored = await self._store_feedback(activity, feedback)
+        return InvokeResponse(
+            status=200, body=_invoke_message(THANKS if stored else "That answer is unknown.")
+        )
+
+    # --- questions ----------------------------------------------------------------------
+
+    async def _question(self, turn_context: TurnContext, text: str) -> None:
+        from bot.answer.asking import Question
+
+        activity = turn_context.activity
+        place = place_of(activity)
+        question = Question(Principal(PLATFORM, _aad_id(activity)), place, text)
+        log.info("Teams question %s from activity %s in %s", question.id, activity.id, place)
+        await turn_context.send_activity(Activity(type=ActivityTypes.typing))
+        progress: _Progress | None = None
+        if place.kind == "dm":  # only the asker sees it: show the answer as it is written
+            sent = await turn_context.send_activity(progress_text(""))
+            progress = _Progress(turn_context, sent.id, self.settings.teams_update_seconds)
+        try:
+            answer = await self.asker.ask(question, progress.push if progress else None)
+        finally:
+            if progress is not None:
+                await progress.stop()
+        card = answer_card(answer, question.id, web_base=self.services.acl.github_web_url)
+        message = card_message(card)
+        if progress is not None:
+            message.id = progress.activity_id
+            await turn_context.update_activity(message)
+        else:
+            await self._reply(turn_context, card)
+
+    # --- commands -----------------------------------------------------------------------
+
+    async def _command(self, turn_context: TurnContext, text: str) -> None:
+        activity = turn_context.activity
+        place = place_of(activity)
+        invoker = Invoker(PLATFORM, _aad_id(activity), place.id or None)
+        result: CommandResult = await asyncio.to_thread(self.commands.run, invoker, text)
+        card = command_card(result)
+        if place.kind == "dm" or not result.ephemeral or result.error:
+            await self._reply(turn_context, card)
+            return
+        # Teams has no ephemeral messages: a private result goes to the invoker's 1:1 chat,
+        # never to the channel (it may be a one-time link or private repository names).
+        delivered = await self._send_privately(turn_context, card)
+        await self._reply(
+            turn_context, text_card(SENT_PRIVATELY if delivered else NOT_SENT_PRIVATELY)
+        )
+
+    @property
+    def commands(self) -> Commands:
+        if self._commands is None:
+            ctx = self.services.command_context()
+            teams_admins = {
+                f"{PLATFORM}:{i.strip()}"
+                for i in self.settings.teams_admins.split(",")
+                if i.strip()
+            }
+            self._commands = Commands(replace(ctx, admins=ctx.admins | teams_admins))
+        return self._commands
+
+    async def _send_privately(self, turn_context: TurnContext, card: Card) -> bool:
+        activity = turn_context.activity
+        connector = turn_context.turn_state.get(turn_context.adapter.BOT_CONNECTOR_CLIENT_KEY)
+        tenant = tenant_of(activity)
+        params = ConversationParameters(
+            is_group=False,
+            bot=activity.recipient,
+            members=[ChannelAccount(id=activity.from_property.id)],
+            tenant_id=tenant or None,
+            channel_data={"tenant": {"id": tenant}} if tenant else None,
+        )
+        try:
+            created = await connector.conversations.create_conversation(params)
+            message = card_message(card)
+            message.conversation = ConversationAccount(id=created.id)
+            message.from_property = activity.recipient
+            await connector.conversations.send_to_conversation(created.id, message)
+            return True
+        except Exception as exc:
+            log.warning("Teams: could not open a personal chat for a command result: %s", exc)
+            return False
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _refusal(self, activity: Activity) -> str:
+        if not _aad_id(activity):
+            return NO_IDENTITY
+        tenant = self.settings.teams_tenant_id
+        if tenant and tenant_of(activity) != tenant:
+            return OTHER_TENANT
+        return ""
+
+    async def _store_feedback(self, activity: Activity, feedback: Feedback) -> bool:
+        """Record a verdict only from someone who may see the answer where they clicked."""
+        user = _aad_id(activity)
+        if not user:
+            return False
+        answered = await asyncio.to_thread(self.asker.answered, feedback.question_id)
+        if answered is None or not seen_here(
+            answered, Principal(PLATFORM, user), place_of(activity)
+        ):
+            return False
+        engine = self.services.acl_store.engine
+        await asyncio.to_thread(
+            record_feedback, engine, feedback.question_id, PLATFORM, user, feedback.verdict
+        )
+        return True
+
+    async def _reply(self, turn_context: TurnContext, card: Card) -> None:
+        # send_activity replies to the incoming activity: in a channel, into its thread.
+        await turn_context.send_activity(card_message(card))
+
+
+class _Progress:
+    """Edits the 1:1 placeholder with the text generated so far, at most every ``interval``."""
+
+    def __init__(self, turn_context: TurnContext, activity_id: str, interval: float) -> None:
+        self.activity_id = activity_id
+        self._context = turn_context
+        self._interval = interval
+        self._loop = asyncio.get_running_loop()
+        self._text = ""
+        self._shown = ""
+        self._changed = asyncio.Event()
+        self._done = False
+        self._updating = False
+        self._task = asyncio.create_task(self._run())
+
+    def push(self, piece: str) -> None:
+        """Called by the pipeline from its worker thread."""
+        self._loop.call_soon_threadsafe(self._append, piece)
+
+    def _append(self, piece: str) -> None:
+        self._text += piece
+        self._changed.set()
+
+    async def _run(self) -> None:
+        while not self._done:
+            await self._changed.wait()
+            self._changed.clear()
+            if self._done or self._text == self._shown:
+                continue
+            self._shown = self._text
+            update = Activity(
+                type=ActivityTypes.message, id=self.activity_id, text=progress_text(self._shown)
+            )
+            self._updating = True
+            try:
+                await self._context.update_activity(update)
+            except Exception as exc:  # a lost progress edit is cosmetic; the final one matters
+                log.warning("Teams: progress update failed: %s", exc)
+            finally:
+                self._updating = False
+            if not self._done:
+                await asyncio.sleep(self._interval)
+
+    async def stop(self) -> None:
+        """No edit starts after this returns; an edit in flight is allowed to finish first."""
+        self._done = True
+        self._changed.set()
+        if not self._updating:
+            self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+def _aad_id(activity: Activity) -> str:
+    sender = activity.from_property
+    return str(getattr(sender, "aad_object_id", "") or "") if sender else ""
+
+
+def _invoke_message(text: str, status: int = 200) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "type": "application/vnd.microsoft.activity.message",
+        "value": text,
+    }
