@@ -90,7 +90,7 @@ def main() -> None:
 
 
 async def _bench(work: Path, fake: FakeGitHub, runs: int) -> list[float]:
-    from bot.chat.commands import Invoker
+    from bot.chat.commands import Invoker, commands_for
     from bot.server.app import create_app
     from bot.services import Services
     from indexer.embedding import open_embedding_cache
@@ -101,7 +101,7 @@ async def _bench(work: Path, fake: FakeGitHub, runs: int) -> list[float]:
     services = Services()
     cfg = services.indexer
     embedder = load_embedder(cfg.embed_model, cfg.embed_threads, cfg.embed_batch_size)
-    result = services.commands().run(Invoker("cli", "bench"), f"repo add {REPO}")
+    result = commands_for(services).run(Invoker("cli", "bench"), f"repo add {REPO}")
     assert not result.error, result.text
     worker = Worker(services.engine, services.store, embedder, open_embedding_cache(cfg),
                     WorkerConfig.from_settings(cfg), token=services.git_token)  # fmt: skip

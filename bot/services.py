@@ -1,8 +1,10 @@
-"""The long-lived objects of ``codeask serve`` / ``worker`` / admin commands, built lazily.
+"""The composition root: one settings object per package in, every long-lived part out.
 
-One ``Services`` per process. Anything that talks to GitHub or the stores is opened on
-first use, so ``codeask repo list`` does not load an embedding model and ``/healthz``
-answers before the search store is reachable.
+``codeask serve``, ``worker``, every CLI command, eval and the benches build one
+``Services`` per process and take what they need from it; no library reads settings
+itself. Anything that talks to GitHub or the stores, or loads a model, is opened on first
+use, so ``codeask repo list`` does not load an embedding model and ``/healthz`` answers
+before the search store is reachable.
 """
 
 from __future__ import annotations
@@ -22,8 +24,13 @@ from indexer.stores.contract import SearchBackend
 
 if TYPE_CHECKING:
     from acl.github import GitHubClient
+    from acl.permissions import AccessResolver
     from acl.store import AclStore
-    from bot.chat.commands import CommandContext, Commands, Invoker
+    from bot.answer.asking import Asker
+    from bot.answer.pipeline import AnswerPipeline
+    from bot.answer.rerank import Reranker
+    from indexer.embedding import Embedder, SqliteEmbeddingCache
+    from indexer.search import Searcher
 
 
 class Services:
@@ -37,6 +44,7 @@ class Services:
         self.acl = acl or AclSettings()
         self.indexer = indexer or IndexerSettings()
         self._lock = threading.Lock()
+        self._pipeline: AnswerPipeline | None = None
 
     @cached_property
     def engine(self) -> Engine:
@@ -53,6 +61,48 @@ class Services:
         return open_store(self.indexer)
 
     @cached_property
+    def embedder(self) -> Embedder:
+        """The configured embedding model (loaded once per process and configuration)."""
+        from indexer.embedding import open_embedder
+
+        return open_embedder(self.indexer)
+
+    @cached_property
+    def embedding_cache(self) -> SqliteEmbeddingCache:
+        from indexer.embedding import open_embedding_cache
+
+        return open_embedding_cache(self.indexer)
+
+    @cached_property
+    def searcher(self) -> Searcher:
+        from indexer.search import Searcher
+
+        return Searcher(self.store, self.embedder, vectors=self.embedding_cache)
+
+    @cached_property
+    def reranker(self) -> Reranker | None:
+        """The configured cross-encoder, else the trained one in the data dir, else None."""
+        from bot.answer.rerank import load_reranker
+
+        return load_reranker(self.bot, self.indexer.data_path)
+
+    def pipeline(self) -> AnswerPipeline:
+        """The production answer pipeline: search, reranker and the configured language model."""
+        from bot.answer.pipeline import AnswerPipeline
+
+        with self._lock:
+            if self._pipeline is None:
+                self._pipeline = AnswerPipeline(self.searcher, self.bot, reranker=self.reranker)
+            return self._pipeline
+
+    @cached_property
+    def asker(self) -> Asker:
+        """The one Asker of the process: every adapter and the CLI answer through it."""
+        from bot.answer.asking import Asker
+
+        return Asker(self)
+
+    @cached_property
     def acl_store(self) -> AclStore:
         from acl.store import AclStore
 
@@ -64,6 +114,14 @@ class Services:
         from acl.github import GitHubClient
 
         return GitHubClient.from_settings(self.acl)
+
+    @cached_property
+    def resolver(self) -> AccessResolver:
+        """(chat user, place) -> readable repositories; without GitHub: public ones only."""
+        from acl.permissions import AccessResolver
+
+        github = self.github if self.acl.github_configured else None
+        return AccessResolver(self.acl_store, github, ttl_seconds=self.acl.permission_ttl_seconds)
 
     def git_token(self) -> str:
         """A token for git over HTTPS: the static token, or a fresh App installation token."""
@@ -84,40 +142,6 @@ class Services:
         if "{full_name}" not in template:
             raise ConfigError("CODEASK_GIT_CLONE_URL must contain {full_name}")
         return template.replace("{full_name}", full_name)
-
-    def command_context(self) -> CommandContext:
-        from bot.chat.commands import CommandContext, parse_admins
-
-        return CommandContext(
-            registry=self.registry,
-            github=lambda: self.github,
-            access=lambda: self.acl_store,
-            delete_chunks=lambda repo: self.store.delete_repo(repo),
-            clone_url=self.clone_url,
-            git_token=self.git_token,
-            admins=parse_admins(self.bot.admins),
-            link_url=self._link_url if self.acl.github_oauth_client_id else None,
-            link_confirm=self._link_confirm if self.acl.github_oauth_client_id else None,
-        )
-
-    def commands(self) -> Commands:
-        from bot.chat.commands import Commands
-
-        return Commands(self.command_context())
-
-    def _link_url(self, invoker: Invoker) -> str:
-        from acl.linking import OAuthLinker
-        from acl.permissions import Principal
-
-        linker = OAuthLinker(self.acl, self.acl_store)
-        return linker.start(Principal(invoker.platform, invoker.user_id))
-
-    def _link_confirm(self, invoker: Invoker, code: str) -> str:
-        from acl.linking import OAuthLinker
-        from acl.permissions import Principal
-
-        linker = OAuthLinker(self.acl, self.acl_store)
-        return linker.confirm(Principal(invoker.platform, invoker.user_id), code).github_login
 
     def close(self) -> None:
         for name in ("store", "acl_store", "github"):

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bot.services import Services
 from eval.goldens import source_roots
 from eval.harness import Rerank, RunResult, evaluate, require_indexed, searcher_ranker
 from eval.indexes import CHUNKERS, index_corpora, index_variant
 from eval.learned_rerank import learned_rerank_variant
 from eval.metrics import Question
 from eval.settings import EvalSettings
-from indexer.embedding import open_embedding_cache
 from indexer.embedding.cache import SqliteEmbeddingCache
 from indexer.embedding.embedders import Embedder, WrappedEmbedder
 from indexer.errors import CodeaskError
@@ -82,15 +82,10 @@ class SharedQueryVectors(WrappedEmbedder):
         return np.stack([self._memo[t] for t in texts])
 
 
-def load_reranker(settings: IndexerSettings) -> tuple[Rerank | None, str]:
+def load_reranker(services: Services) -> tuple[Rerank | None, str]:
     """The answer pipeline's cross-encoder if one is configured or trained, else a note."""
     try:
-        from bot.answer.rerank import load_reranker as load_product_reranker
-        from bot.settings import BotSettings
-    except ImportError:
-        return None, "rerank skipped: this build has no bot.answer.rerank module"
-    try:
-        reranker = load_product_reranker(BotSettings(), settings.data_path)
+        reranker = services.reranker
     except CodeaskError as exc:
         return None, f"rerank skipped: {exc}"
     if reranker is None:
@@ -107,18 +102,16 @@ def load_reranker(settings: IndexerSettings) -> tuple[Rerank | None, str]:
     return rerank, ""
 
 
-def _opensearch_store() -> tuple[SearchBackend | None, str]:
-    url = EvalSettings().test_opensearch_url
+def _opensearch_store(eval_settings: EvalSettings) -> tuple[SearchBackend | None, str]:
+    url = eval_settings.test_opensearch_url
     if not url:
         return None, "opensearch skipped: CODEASK_TEST_OPENSEARCH_URL is not set"
-    try:
-        from indexer.stores.opensearch.store import OpenSearchStore
-    except ImportError:
-        return None, "opensearch skipped: this build has no indexer.stores.opensearch.store"
+    from indexer.stores.opensearch.store import OpenSearchStore
+
     settings = IndexerSettings(
         store="opensearch",
         opensearch_url=url,
-        opensearch_index=EvalSettings().eval_opensearch_index,
+        opensearch_index=eval_settings.eval_opensearch_index,
     )
     try:
         return OpenSearchStore.from_settings(settings), ""
@@ -128,9 +121,7 @@ def _opensearch_store() -> tuple[SearchBackend | None, str]:
 
 def run_ablations(
     questions: Sequence[Question],
-    settings: IndexerSettings,
-    product_store: SearchBackend,
-    embedder: Embedder,
+    services: Services,
     k: int = 10,
     say: Say | None = None,
     roots: Mapping[str, Path] | None = None,
@@ -139,15 +130,19 @@ def run_ablations(
     """Every configuration of ``VARIANTS`` that can run here, and notes on the skipped ones.
 
     ``roots`` (repo -> source folder) feeds the variant indexes; by default the pinned
-    corpora and this checkout.
+    corpora and this checkout. The product index, model and reranker come from ``services``.
     """
+    settings = services.indexer
+    product_store = services.store
+    embedder = services.embedder
+    eval_settings = EvalSettings()
     repos = sorted({q.repo for q in questions})
     require_indexed(product_store, repos)
     sources = dict(roots) if roots is not None else None
-    cache = open_embedding_cache(settings)
+    cache = services.embedding_cache
     built: dict[str, SearchBackend | None] = {"product": product_store}
     notes: list[str] = []
-    reranker, note = load_reranker(settings)
+    reranker, note = load_reranker(services)
     if note:
         notes.append(note)
     results: list[RunResult] = []
@@ -159,7 +154,7 @@ def run_ablations(
             if sources is None:
                 sources = source_roots(repos)
             built[variant.index], note = _build_variant(
-                variant.index, sources, settings, embedder, cache, say
+                variant.index, sources, settings, eval_settings, embedder, cache, say
             )
             if note:
                 notes.append(note)
@@ -175,7 +170,7 @@ def run_ablations(
             question_weights=variant.question_weights,
         )
         results.append(evaluate(questions, ranker, k, config=variant.name))
-    learned, note = learned_rerank_variant(settings.data_path)
+    learned, note = learned_rerank_variant(settings.data_path, services.bot.rerank_model)
     if learned is not None:  # a trained reranker that is off by default: measured anyway
         if say:
             say("evaluating hybrid+learned rerank")
@@ -188,12 +183,13 @@ def _build_variant(
     index: str,
     roots: Mapping[str, Path],
     settings: IndexerSettings,
+    eval_settings: EvalSettings,
     embedder: Embedder,
     cache: SqliteEmbeddingCache,
     say: Say | None,
 ) -> tuple[SearchBackend | None, str]:
     if index == "opensearch":
-        store, note = _opensearch_store()
+        store, note = _opensearch_store(eval_settings)
         if store is None:
             return None, note
         if say:

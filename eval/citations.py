@@ -30,11 +30,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from bot.answer.citations import UNCITED_NOTE, UNVERIFIED_NOTE, check_citations
 from bot.answer.pipeline import AnswerPipeline
-from bot.answer.rerank import load_reranker
+from bot.answer.rerank import Reranker
 from bot.answer.result import Answer, Source
 from bot.settings import BotSettings
 from eval.harness import latency_summary
@@ -162,22 +161,17 @@ def evaluate_citations(
 
 
 def local_pipeline(
-    searcher: Searcher,
-    server: LocalLLM,
-    data_dir: Path | None = None,
-    settings: BotSettings | None = None,
+    searcher: Searcher, server: LocalLLM, reranker: Reranker | None, settings: BotSettings
 ) -> AnswerPipeline:
     """The product pipeline with its model pointed at ``server`` (through LiteLLM).
 
-    Everything else (sources, context size, thresholds, rerank) comes from ``settings``
-    (default: the environment), as ``codeask ask`` would use it; the data dir's trained
-    reranker is picked up the same way.
+    Everything else (sources, context size, thresholds) comes from ``settings`` and the
+    reranker is the one ``codeask ask`` would use (``Services.reranker``).
     """
-    base = settings or BotSettings()
-    settings = base.model_copy(
+    settings = settings.model_copy(
         update={"llm_model": MODEL_NAME, "llm_api_base": server.base_url, "llm_api_key": ""}
     )
-    return AnswerPipeline(searcher, settings, reranker=load_reranker(settings, data_dir))
+    return AnswerPipeline(searcher, settings, reranker=reranker)
 
 
 def _rounded(m: dict[str, float]) -> dict[str, float]:

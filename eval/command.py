@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from bot.services import Services
 from eval.ablation import run_ablations
 from eval.goldens import REPO_ROOT, load_many, source_roots
 from eval.harness import (
@@ -24,11 +25,10 @@ from eval.harness import (
 from eval.indexes import index_corpora
 from eval.metrics import Question
 from eval.report import latency_line, table_caption, terminal_table, write_report
-from indexer.embedding import open_embedder, open_embedding_cache
+from indexer.embedding import open_embedding_cache
 from indexer.embedding.embedders import Embedder
 from indexer.search.searcher import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores import open_store
 from indexer.stores.contract import SearchBackend
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ def index_golden_repos(
 
 
 def run_eval(
+    services: Services,
     paths: Sequence[Path],
     *,
     k: int,
@@ -65,17 +66,17 @@ def run_eval(
     err: Console,
     citations: bool = False,
 ) -> list[RunResult]:
-    settings = IndexerSettings()
+    settings = services.indexer
     files = golden_paths(paths)
     questions = load_many(files)
-    store = open_store(settings)
-    embedder = open_embedder(settings)
+    store = services.store
+    embedder = services.embedder
     if index:
         index_golden_repos(questions, store, embedder, settings, err)
     require_indexed(store, sorted({q.repo for q in questions}))
     if ablate:
-        results, notes = run_ablations(questions, settings, store, embedder, k, say=err.print)
-        cited = _citations(questions, store, embedder, settings, err) if citations else None
+        results, notes = run_ablations(questions, services, k, say=err.print)
+        cited = _citations(questions, services, err) if citations else None
         md = write_report(results, notes, [_shown(p) for p in files], report_dir, citations=cited)
         if as_json:
             doc: dict[str, object] = {
@@ -97,7 +98,7 @@ def run_eval(
         err.print(f"report written to {md}")
         return results
     result = evaluate(questions, searcher_ranker(Searcher(store, embedder)), k)
-    cited = _citations(questions, store, embedder, settings, err) if citations else None
+    cited = _citations(questions, services, err) if citations else None
     if as_json:
         doc = run_to_json(result, questions)
         _add_citations(doc, cited)
@@ -110,19 +111,15 @@ def run_eval(
     return [result]
 
 
-def _citations(
-    questions: Sequence[Question],
-    store: SearchBackend,
-    embedder: Embedder,
-    settings: IndexerSettings,
-    err: Console,
-) -> CitationRun:
+def _citations(questions: Sequence[Question], services: Services, err: Console) -> CitationRun:
     """Every question through the answer pipeline, the model being the local test LLM."""
     from eval.citations import evaluate_citations, local_pipeline
     from eval.local_llm import running_local_llm
 
     with running_local_llm() as server:
-        pipeline = local_pipeline(Searcher(store, embedder), server, settings.data_path)
+        pipeline = local_pipeline(
+            Searcher(services.store, services.embedder), server, services.reranker, services.bot
+        )
         err.print(f"answering {len(questions)} questions with {server.base_url} (local test LLM)")
         return evaluate_citations(questions, pipeline)
 

@@ -120,20 +120,20 @@ def gate_trained_reranker(
     return card
 
 
-def learned_rerank_variant(data_dir: Path) -> tuple[Rerank | None, str]:
+def learned_rerank_variant(data_dir: Path, configured: str) -> tuple[Rerank | None, str]:
     """The trained reranker for an ablation row of its own, unless ``hybrid+rerank`` is it.
 
     ``hybrid+rerank`` runs whatever the answer pipeline would use; a trained model that
     is off by default is not that, so it gets its own row and is measured anyway.
+    ``configured`` is the ``rerank_model`` setting.
     """
     from bot.answer.model_card import enabled_by_default
     from bot.answer.rerank import trained_reranker_path
-    from bot.settings import BotSettings
 
     path = trained_reranker_path(data_dir)
     if path is None:
         return None, ""
-    configured = BotSettings().rerank_model.strip()
+    configured = configured.strip()
     if configured == str(path) or (not configured and enabled_by_default(path)):
         return None, ""
     return learned_rerank(data_dir)

@@ -15,10 +15,10 @@ from acl.settings import AclSettings
 from acl.store import AclStore
 from bot.cli.access import allowed_repo_set, parse_place
 from bot.cli.app import app
+from bot.services import Services
 from indexer.embedding.embedders import Embedder
 from indexer.errors import InvalidInput
 from indexer.models import Chunk, RepoState
-from indexer.search.searcher import Searcher
 from indexer.stores.sqlite import SqliteStore
 from tests.fake_github import FakeGitHub, FakeGitHubServer
 
@@ -75,46 +75,48 @@ def test_parse_place() -> None:
         parse_place("room:1")
 
 
+@pytest.fixture
+def services(index: SqliteStore) -> Iterator[Services]:
+    """The CLI's parts over the same data dir (and so the same search store file)."""
+    services = Services()
+    yield services
+    services.close()
+
+
 def test_operator_reads_everything_and_preview_matches_the_user(
-    github: FakeGitHubServer, index: SqliteStore
+    github: FakeGitHubServer, services: Services
 ) -> None:
-    assert allowed_repo_set(index) == set(REPOS)
-    assert allowed_repo_set(index, as_github="alice", place="dm") == {"acme/site", "acme/api"}
-    assert allowed_repo_set(index, as_github="bob", place="dm") == {"acme/site"}
-    assert allowed_repo_set(index, requested=["acme/billing"], as_github="alice") == set()
+    assert allowed_repo_set(services) == set(REPOS)
+    assert allowed_repo_set(services, as_github="alice", place="dm") == {"acme/site", "acme/api"}
+    assert allowed_repo_set(services, as_github="bob", place="dm") == {"acme/site"}
+    assert allowed_repo_set(services, requested=["acme/billing"], as_github="alice") == set()
 
 
 def test_channel_preview_withholds_and_says_so(
-    github: FakeGitHubServer, index: SqliteStore
+    github: FakeGitHubServer, services: Services
 ) -> None:
     notes: list[str] = []
-    repos = allowed_repo_set(index, as_github="alice", place="channel:C1", notify=notes.append)
+    repos = allowed_repo_set(services, as_github="alice", place="channel:C1", notify=notes.append)
     assert repos == {"acme/site"}
     assert notes and "direct message" in notes[0] and "acme/api" not in notes[0]
     AclStore(AclSettings().database_url).grant("slack", "C1", "acme/billing")
-    assert allowed_repo_set(index, as_github="alice", place="channel:C1") == {
+    assert allowed_repo_set(services, as_github="alice", place="channel:C1") == {
         "acme/site",
         "acme/billing",
     }
 
 
-def test_unknown_github_user_is_a_clear_error(github: FakeGitHubServer, index: SqliteStore) -> None:
+def test_unknown_github_user_is_a_clear_error(github: FakeGitHubServer, services: Services) -> None:
     with pytest.raises(InvalidInput, match="no user called"):
-        allowed_repo_set(index, as_github="nobody-here")
+        allowed_repo_set(services, as_github="nobody-here")
 
 
 def test_search_as_github_in_a_channel_end_to_end(
     github: FakeGitHubServer,
     index: SqliteStore,
     embedder: Embedder,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import bot.cli.app
-
-    # The session's embedder instead of a second model load; the access path is unchanged.
-    monkeypatch.setattr(
-        bot.cli.app, "_open", lambda settings: (index, embedder, Searcher(index, embedder))
-    )
+    # The CLI's Services load the same model as the session's embedder (one per process).
     runner = CliRunner()
     result = runner.invoke(
         app, ["search", "retry_budget", "--json", "--as-github", "alice", "--place", "dm"]

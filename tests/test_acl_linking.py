@@ -171,7 +171,7 @@ async def test_oauth_callback_route_links_the_user_over_http(
     import aiohttp
     from aiohttp.test_utils import TestServer
 
-    from bot.chat.commands import Invoker
+    from bot.chat.commands import Invoker, commands_for
     from bot.server.app import create_app
     from bot.services import Services
     from bot.settings import BotSettings
@@ -209,7 +209,7 @@ async def test_oauth_callback_route_links_the_user_over_http(
         assert replay.status == 400
         assert "expired or was already used" in await replay.text()
     # The chat user finishes it with the code, through the same command every chat runs.
-    commands = services.commands()
+    commands = commands_for(services)
     result = commands.run(Invoker("teams", "aad-1"), f"link confirm {code.group(1)}")
     assert result.lines == ["Linked to GitHub @alice."]
     link = services.acl_store.identity("teams", "aad-1")

@@ -123,7 +123,9 @@ def test_reranked_order_follows_the_cross_encoder(indexed: Searcher, tmp_path: P
     assert isinstance(reranker, CrossEncoderReranker)
     assert load_reranker(BotSettings(rerank_model="none"), data_dir) is None
     assert load_reranker(BotSettings(rerank_model=""), tmp_path / "empty") is None
-    assert isinstance(load_reranker(BotSettings(rerank_model=str(model_dir))), CrossEncoderReranker)
+    assert isinstance(
+        load_reranker(BotSettings(rerank_model=str(model_dir)), data_dir), CrossEncoderReranker
+    )
 
     pipeline = AnswerPipeline(indexed, BotSettings(llm_model=""), reranker=reranker)
     answer = pipeline.answer(QUESTION, repos)

@@ -58,6 +58,30 @@ def test_index_search_ask_end_to_end(
     assert rows and rows[0][4] == "1", trail.stdout
 
 
+def test_ask_answers_through_the_asker_with_its_fallback_and_audit(
+    make_repo: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    """The terminal asks like a chat user: a model that is down still gets the best places,
+    and the question is in the audit log."""
+    root = make_repo(SHOP)
+    data = tmp_path / "data"
+    assert run(["index", str(root), "--repo", "acme/shop"], data).returncode == 0
+    down = {
+        "CODEASK_LLM_MODEL": "openai/any",
+        "CODEASK_LLM_API_BASE": "http://127.0.0.1:9/v1",  # nothing listens on port 9
+        "CODEASK_LLM_RETRIES": "0",
+    }
+    answer = run(["ask", "where do we send the receipt email?"], data, **down)
+    assert answer.returncode == 0, answer.stderr
+    assert "The language model is unavailable right now" in answer.stdout
+    assert "shop/mail.py" in answer.stdout
+    audit = run(["audit", "--json"], data)
+    assert audit.returncode == 0, audit.stderr
+    [entry] = json.loads(audit.stdout)
+    assert entry["question"] == "where do we send the receipt email?"
+    assert entry["platform"] == "cli"
+
+
 def test_index_missing_folder_is_a_clear_error(tmp_path: Path) -> None:
     result = run(["index", str(tmp_path / "nope")], tmp_path / "data")
     assert result.returncode == 2

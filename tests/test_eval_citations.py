@@ -188,7 +188,7 @@ def test_pipeline_with_the_local_model_counts_a_cited_gold_answer_as_one(
     tiny: Searcher, data_dir: Path
 ) -> None:
     with running_local_llm() as server:
-        pipeline = local_pipeline(tiny, server, data_dir)
+        pipeline = local_pipeline(tiny, server, None, BotSettings())
         run = evaluate_citations([RIGHT_GOLD, WRONG_GOLD], pipeline)
         assert server.requests == 2  # one streamed generation per question, no regeneration
     right, wrong = run.answers
@@ -247,7 +247,9 @@ def test_each_question_is_answered_from_its_own_repository_only(
     tiny.search = spy  # type: ignore[method-assign]
     other = Question("o-1", "acme/other", ROUNDING, "concept", (INVOICE_GOLD,))
     with running_local_llm() as server:
-        run = evaluate_citations([RIGHT_GOLD, other], local_pipeline(tiny, server, data_dir))
+        run = evaluate_citations(
+            [RIGHT_GOLD, other], local_pipeline(tiny, server, None, BotSettings())
+        )
     assert seen == [frozenset({REPO}), frozenset({"acme/other"})]
     assert run.answers[1].metrics["answered"] == 0  # nothing indexed there: "not found"
 
@@ -256,7 +258,7 @@ def test_report_section_and_server_stop(tiny: Searcher, data_dir: Path) -> None:
     server = LocalLLM()
     server.start()
     try:
-        run = evaluate_citations([RIGHT_GOLD], local_pipeline(tiny, server, data_dir))
+        run = evaluate_citations([RIGHT_GOLD], local_pipeline(tiny, server, None, BotSettings()))
     finally:
         server.stop()
     retrieval = evaluate([RIGHT_GOLD], searcher_ranker(tiny), 10)

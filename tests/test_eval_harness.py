@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bot.cli.app import app
+from bot.services import Services
 from eval.ablation import run_ablations
 from eval.harness import evaluate, require_indexed, run_to_json, searcher_ranker
 from eval.indexes import index_corpora
@@ -149,9 +150,8 @@ def test_ablation_runs_each_configuration_and_writes_the_report(
     from eval.goldens import load_questions
 
     questions = load_questions(golden)
-    settings = IndexerSettings()
-    store = SqliteStore(settings.sqlite_path)
-    results, notes = run_ablations(questions, settings, store, embedder, 10, roots={REPO: root})
+    services = Services()
+    results, notes = run_ablations(questions, services, 10, roots={REPO: root})
     names = [r.config for r in results]
     assert names[:3] == ["hybrid", "bm25", "dense"]
     assert {"hybrid, no header", "naive hybrid", "naive bm25", "naive dense"} <= set(names)
@@ -161,7 +161,7 @@ def test_ablation_runs_each_configuration_and_writes_the_report(
         "hybrid, every import in the header",
     } <= set(names)
     assert any("opensearch" in n for n in notes) or "hybrid (opensearch)" in names
-    naive_db = SqliteStore(settings.data_path / "eval" / "naive.db")
+    naive_db = SqliteStore(services.indexer.data_path / "eval" / "naive.db")
     assert all(s.chunk_count > 0 for s in naive_db.repo_states())
     md = write_report(results, notes, [golden.name], tmp_path / "results")
     text = md.read_text()

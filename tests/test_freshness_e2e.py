@@ -10,7 +10,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from bot.chat.commands import Invoker
+from bot.chat.commands import Invoker, commands_for
 from bot.server.app import create_app
 from bot.services import Services
 from indexer.embedding import open_embedding_cache
@@ -92,7 +92,7 @@ def drain(worker: Worker) -> int:
 async def test_push_webhook_makes_the_change_searchable(
     world: GitHubWorld, services: Services, server: str, embedder: Embedder
 ) -> None:
-    commands = services.commands()
+    commands = commands_for(services)
     added = commands.run(ADMIN, f"repo add {REPO}")
     assert not added.error, added.text
     worker = make_worker(services, embedder)
@@ -155,7 +155,7 @@ async def test_forged_or_missing_signatures_are_refused(
 async def test_ping_and_pushes_to_other_branches_queue_nothing(
     world: GitHubWorld, services: Services, server: str
 ) -> None:
-    assert not services.commands().run(ADMIN, f"repo add {REPO}").error
+    assert not commands_for(services).run(ADMIN, f"repo add {REPO}").error
     jobs.cancel_queued(services.engine, REPO)
     other = push_payload(world, "0" * 40, "1" * 40)
     other["ref"] = "refs/heads/feature"
@@ -170,7 +170,7 @@ async def test_ping_and_pushes_to_other_branches_queue_nothing(
 async def test_rename_and_privatize_update_the_registry(
     world: GitHubWorld, services: Services, server: str, embedder: Embedder
 ) -> None:
-    assert not services.commands().run(ADMIN, f"repo add {REPO}").error
+    assert not commands_for(services).run(ADMIN, f"repo add {REPO}").error
     assert drain(make_worker(services, embedder)) == 1
     repo_id = world.fake.repos[REPO]["id"]
     renamed = {
@@ -208,7 +208,7 @@ async def test_rename_and_privatize_update_the_registry(
 
 
 def test_registering_validates_against_github(world: GitHubWorld, services: Services) -> None:
-    commands = services.commands()
+    commands = commands_for(services)
     missing = commands.run(ADMIN, "repo add acme/nope")
     assert missing.error and "cannot read it" in missing.text
     branch = commands.run(ADMIN, f"repo add {REPO} --branch nope")
@@ -223,7 +223,7 @@ def test_registering_validates_against_github(world: GitHubWorld, services: Serv
 def test_remove_deletes_every_chunk_and_its_jobs(
     world: GitHubWorld, services: Services, embedder: Embedder
 ) -> None:
-    commands = services.commands()
+    commands = commands_for(services)
     assert not commands.run(ADMIN, f"repo add {REPO}").error
     assert drain(make_worker(services, embedder)) == 1
     assert services.store.repo_state(REPO) is not None
@@ -241,7 +241,7 @@ def test_reconcile_catches_a_missed_push(
 ) -> None:
     from bot.server.app import run_reconcile
 
-    assert not services.commands().run(ADMIN, f"repo add {REPO}").error
+    assert not commands_for(services).run(ADMIN, f"repo add {REPO}").error
     worker = make_worker(services, embedder)
     assert drain(worker) == 1
     assert run_reconcile(services) == []

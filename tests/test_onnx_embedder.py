@@ -7,14 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from indexer.embedding import open_embedder
 from indexer.embedding.embedders import (
     Embedder,
     SentenceTransformerEmbedder,
     cpu_has_bf16,
-    load_embedder,
 )
 from indexer.embedding.onnx import OnnxEmbedder
 from indexer.errors import ConfigError
+from indexer.settings import IndexerSettings
 
 TEXTS = [
     "def send_receipt(smtp, customer, order):\n    smtp.sendmail(customer.email, body)",
@@ -52,7 +53,7 @@ def test_onnx_needs_a_local_model(onnx_dir: Path) -> None:
 @pytest.mark.skipif(not cpu_has_bf16(), reason="this CPU has no native bfloat16")
 def test_bf16_matches_torch(embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEASK_EMBED_BACKEND", "torch-bf16")
-    fast = load_embedder("all-MiniLM-L6-v2")  # the setting picks the backend
+    fast = open_embedder(IndexerSettings())  # the setting picks the backend
     assert fast.name == "all-MiniLM-L6-v2@bf16" != embedder.name
     assert fast.dimension == embedder.dimension
     reference = embedder.embed(TEXTS)

@@ -19,15 +19,17 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from rich.console import Console
 
+from acl.permissions import Place, Principal
+from bot.answer.asking import Question
 from bot.answer.result import Answer, Source
 from bot.chat.links import answer_links, defang, inert, strip_controls
 from bot.cli.terminal import ask_in_terminal
+from bot.services import Services
 from bot.settings import BotSettings
 from bot.slack.render import answer_messages, markdown_to_mrkdwn, progress_message
 from bot.teams.render import answer_card, linked_text, progress_text
 from indexer.models import Chunk
-from indexer.search.searcher import Searcher
-from indexer.stores.sqlite import SqliteStore
+from indexer.settings import IndexerSettings
 from tests import slack_world
 from tests.fake_llm import Reply, running_fake_llm
 from tests.fake_slack import Call
@@ -271,7 +273,6 @@ def test_terminal_answer_has_no_escape_sequences_and_no_live_evil_urls(
         + " \x1b]8;;https://evil.example/osc?d=Nw\x1b\\click here\x1b]8;;\x1b\\"
         + " \x1b]0;owned\x07\x1b[2J\x9b31m done"
     )
-    store = SqliteStore(indexed / "codeask.db")
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, color_system="truecolor", width=120)
     with running_fake_llm() as llm:
@@ -279,15 +280,15 @@ def test_terminal_answer_has_no_escape_sequences_and_no_live_evil_urls(
         settings = BotSettings(
             llm_model="fake-model", llm_api_base=llm.base_url, llm_retries=0, not_found_threshold=-1
         )
-        answer = ask_in_terminal(
+        services = Services(bot=settings, indexer=IndexerSettings(data_dir=indexed))
+        question = Question(
+            Principal.operator(),
+            Place("cli"),
             "how does retry with backoff work?",
-            frozenset({PUBLIC_REPO}),
-            Searcher(store, embedder),
-            tmp_path,
-            console,
-            settings=settings,
+            only=frozenset({PUBLIC_REPO}),
         )
-    store.close()
+        answer = ask_in_terminal(question, services.asker, console)
+        services.close()
     assert answer.used_llm and answer.sources
     printed = out.getvalue()
     own_styling = re.sub(r"\x1b\[[0-9;]*m", "", printed)  # colours and bold rich adds

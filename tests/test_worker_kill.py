@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from sqlmodel import Session, select
 
-from bot.chat.commands import Invoker
+from bot.chat.commands import Invoker, commands_for
 from bot.services import Services
 from indexer.embedding import open_embedding_cache
 from indexer.embedding.embedders import Embedder, WrappedEmbedder
@@ -62,7 +62,7 @@ def test_killed_worker_leaves_old_commit_searchable_and_job_is_retaken(
 ) -> None:
     services = Services()
     try:
-        assert not services.commands().run(Invoker("cli", "ops"), f"repo add {REPO}").error
+        assert not commands_for(services).run(Invoker("cli", "ops"), f"repo add {REPO}").error
         worker = Worker(
             services.engine,
             services.store,
@@ -151,7 +151,7 @@ class _StealingEmbedder(WrappedEmbedder):
 def test_a_worker_that_lost_its_job_writes_nothing(world: GitHubWorld, embedder: Embedder) -> None:
     services = Services()
     try:
-        assert not services.commands().run(Invoker("cli", "ops"), f"repo add {REPO}").error
+        assert not commands_for(services).run(Invoker("cli", "ops"), f"repo add {REPO}").error
         config = WorkerConfig.from_settings(services.indexer)
         cache = open_embedding_cache(services.indexer)
         assert Worker(services.engine, services.store, embedder, cache, config).run_one()

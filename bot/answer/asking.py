@@ -10,23 +10,26 @@ about a chat platform.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+from sqlalchemy.engine import Engine
 
 from acl.permissions import Access, AccessResolver, Place, Principal
 from bot.answer.records import AnsweredQuestion, load_answer, record_answer
 from bot.answer.result import Answer, Source, source_list
-from bot.cli.access import registered_repos
 from indexer.errors import AccessDenied, CodeaskError, InvalidInput, StoreUnavailable
+from indexer.stores import SearchBackend
 
 if TYPE_CHECKING:
+    from acl.store import AclStore
     from bot.answer.pipeline import AnswerPipeline
-    from bot.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +61,38 @@ def new_question_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+def registered_repos(backend: SearchBackend) -> list[tuple[str, str]]:
+    """(repo, visibility) of everything the search store holds."""
+    return [(s.repo, s.visibility) for s in backend.repo_states()]
+
+
+class AnsweringParts(Protocol):
+    """What the Asker needs of the process's long-lived parts (``bot.services.Services``)."""
+
+    @property
+    def store(self) -> SearchBackend: ...
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def acl_store(self) -> AclStore: ...
+
+    @property
+    def resolver(self) -> AccessResolver: ...
+
+    def pipeline(self) -> AnswerPipeline:
+        """The answer pipeline (loads the embedding model and the reranker on first use)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Question:
     """Who asks, where the answer will be shown, and the earlier turns of the conversation.
 
     ``thread_history`` holds (question, answer) pairs, oldest first. ``id`` names the
-    question in the audit log, in feedback and in logs.
+    question in the audit log, in feedback and in logs. ``only`` (the CLI's ``--repo``)
+    narrows the repositories the asker may read and never widens them.
     """
 
     principal: Principal
@@ -71,6 +100,7 @@ class Question:
     text: str
     thread_history: History = ()
     id: str = field(default_factory=new_question_id)
+    only: frozenset[str] | None = None
 
 
 ANSWER_THREADS = 8  # questions answered at once per server process; more wait
@@ -79,13 +109,13 @@ ANSWER_THREADS = 8  # questions answered at once per server process; more wait
 class Asker:
     """Answers questions for every chat adapter; safe to share across requests.
 
-    ``pipeline`` is built on first use from ``services`` (that loads the embedding model)
-    unless one is given.
+    ``pipeline`` and ``resolver`` come from ``services`` on first use (that loads the
+    embedding model) unless given.
     """
 
     def __init__(
         self,
-        services: Services,
+        services: AnsweringParts,
         pipeline: AnswerPipeline | None = None,
         resolver: AccessResolver | None = None,
     ) -> None:
@@ -117,6 +147,8 @@ class Asker:
             return Answer(question.text, STORE_DOWN_TEXT, [], found=False)
         try:
             access = self.resolver.allowed_repos(question.principal, question.place, registered)
+            if question.only is not None:
+                access = dataclasses.replace(access, repos=access.repos & question.only)
         except Exception as exc:
             # Fail closed: without a decision nothing is searched.
             log.error("question %s: access resolution failed: %s", question.id, exc)
@@ -146,18 +178,14 @@ class Asker:
     def resolver(self) -> AccessResolver:
         with self._lock:
             if self._resolver is None:
-                acl = self.services.acl
-                github = self.services.github if acl.github_configured else None
-                self._resolver = AccessResolver(
-                    self.services.acl_store, github, ttl_seconds=acl.permission_ttl_seconds
-                )
+                self._resolver = self.services.resolver
             return self._resolver
 
     @property
     def pipeline(self) -> AnswerPipeline:
         with self._lock:
             if self._pipeline is None:
-                self._pipeline = build_pipeline(self.services)
+                self._pipeline = self.services.pipeline()
             return self._pipeline
 
     # --- internals -----------------------------------------------------------------------
@@ -237,20 +265,6 @@ class Asker:
         except Exception:
             # Its buttons will say the answer is gone; the answer itself still goes out.
             log.exception("question %s: the answer record could not be written", question.id)
-
-
-def build_pipeline(services: Services) -> AnswerPipeline:
-    """The production pipeline: configured embedder, store, reranker and language model."""
-    from bot.answer.pipeline import AnswerPipeline
-    from bot.answer.rerank import load_reranker
-    from indexer.search import open_searcher
-
-    settings = services.indexer
-    return AnswerPipeline(
-        open_searcher(settings, services.store),
-        services.bot,
-        reranker=load_reranker(services.bot, settings.data_path),
-    )
 
 
 def _unexpected(question: Question) -> Answer:

@@ -251,7 +251,7 @@ def trained_reranker_path(data_dir: Path) -> Path | None:
 _LOADED: dict[tuple[str, str, int, int], Reranker] = {}
 
 
-def load_reranker(settings: BotSettings, data_dir: Path | None = None) -> Reranker | None:
+def load_reranker(settings: BotSettings, data_dir: Path) -> Reranker | None:
     """The configured reranker, else the trained one under ``data_dir``, else None.
 
     A trained model whose card says ``enabled_by_default: false`` (it did not beat hybrid
@@ -262,7 +262,7 @@ def load_reranker(settings: BotSettings, data_dir: Path | None = None) -> Rerank
     name = settings.rerank_model.strip()
     if name.lower() == RERANK_OFF:
         return None
-    if not name and data_dir is not None:
+    if not name:
         trained = trained_reranker_path(data_dir)
         name = str(trained) if trained and enabled_by_default(trained) else ""
     if not name:
@@ -271,10 +271,6 @@ def load_reranker(settings: BotSettings, data_dir: Path | None = None) -> Rerank
     key = (name, backend, settings.rerank_max_length, settings.rerank_threads)
     if key not in _LOADED:
         if backend.startswith("onnx"):
-            if data_dir is None:
-                from indexer.settings import IndexerSettings
-
-                data_dir = IndexerSettings().data_path
             _LOADED[key] = OnnxCrossEncoderReranker(
                 name,
                 data_dir / "models" / "onnx",

@@ -13,7 +13,7 @@ import logging
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from indexer.errors import AccessDenied, CodeaskError, ConfigError, InvalidInput
 from indexer.jobs import queue as jobs
@@ -29,6 +29,9 @@ from indexer.jobs.registry import (
     check_repo_name,
 )
 from indexer.source.gitrepo import remote_head
+
+if TYPE_CHECKING:
+    from bot.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +112,7 @@ class AccessStore(Protocol):
 
 @dataclass
 class CommandContext:
-    """Everything commands need; ``bot.services.Services.command_context`` builds it."""
+    """Everything commands need; :func:`command_context` builds it from the services."""
 
     registry: Registry
     github: Callable[[], GitHubLookup]  # lazy: only repo add needs GitHub
@@ -424,3 +427,39 @@ def _repo_row(repo: Repo) -> dict[str, str]:
 
 def _fail(message: str) -> CommandResult:
     return CommandResult([message], error=True)
+
+
+def command_context(services: Services) -> CommandContext:
+    """The commands' view of the process's parts: registry, GitHub, ACL store, chunks."""
+    linking = bool(services.acl.github_oauth_client_id)
+
+    def link_url(invoker: Invoker) -> str:
+        from acl.linking import OAuthLinker
+        from acl.permissions import Principal
+
+        linker = OAuthLinker(services.acl, services.acl_store)
+        return linker.start(Principal(invoker.platform, invoker.user_id))
+
+    def link_confirm(invoker: Invoker, code: str) -> str:
+        from acl.linking import OAuthLinker
+        from acl.permissions import Principal
+
+        linker = OAuthLinker(services.acl, services.acl_store)
+        return linker.confirm(Principal(invoker.platform, invoker.user_id), code).github_login
+
+    return CommandContext(
+        registry=services.registry,
+        github=lambda: services.github,
+        access=lambda: services.acl_store,
+        delete_chunks=lambda repo: services.store.delete_repo(repo),
+        clone_url=services.clone_url,
+        git_token=services.git_token,
+        admins=parse_admins(services.bot.admins),
+        link_url=link_url if linking else None,
+        link_confirm=link_confirm if linking else None,
+    )
+
+
+def commands_for(services: Services) -> Commands:
+    """The admin commands over ``services`` (chat, CLI and tests share them)."""
+    return Commands(command_context(services))

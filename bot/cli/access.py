@@ -1,44 +1,13 @@
-"""From a question's asker and place to the repositories its answer may use."""
+"""The CLI's asker and place (``--as-github``, ``--place``) and the repositories they read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 
-from acl.github import GitHubClient
-from acl.permissions import AccessResolver, GitHubIdentity, Place, Principal
-from acl.settings import AclSettings
-from acl.store import AclStore
+from acl.permissions import GitHubIdentity, Place, Principal
+from bot.answer.asking import registered_repos
+from bot.services import Services
 from indexer.errors import ConfigError, InvalidInput
-from indexer.stores.contract import SearchBackend
-
-
-@dataclass
-class AccessContext:
-    """The ACL pieces a front end needs, built once per process from ``AclSettings``."""
-
-    settings: AclSettings
-    store: AclStore
-    github: GitHubClient | None
-    resolver: AccessResolver
-
-    @classmethod
-    def from_settings(cls, settings: AclSettings | None = None) -> AccessContext:
-        settings = settings or AclSettings()
-        store = AclStore(settings.database_url)
-        github = GitHubClient.from_settings(settings) if settings.github_configured else None
-        resolver = AccessResolver(store, github, ttl_seconds=settings.permission_ttl_seconds)
-        return cls(settings, store, github, resolver)
-
-    def close(self) -> None:
-        if self.github is not None:
-            self.github.close()
-        self.store.close()
-
-
-def registered_repos(backend: SearchBackend) -> list[tuple[str, str]]:
-    """(repo, visibility) of everything the search store holds."""
-    return [(s.repo, s.visibility) for s in backend.repo_states()]
 
 
 def parse_place(text: str | None) -> tuple[str, Place]:
@@ -56,22 +25,22 @@ def parse_place(text: str | None) -> tuple[str, Place]:
     return platform, Place("channel", channel)
 
 
-def cli_principal(context: AccessContext, as_github: str | None, platform: str) -> Principal:
+def cli_principal(services: Services, as_github: str | None, platform: str) -> Principal:
     """The local operator, or (``--as-github``) the GitHub user as GitHub knows them now."""
     if not as_github:
         return Principal.operator() if platform == "cli" else Principal(platform, "operator")
-    if context.github is None:
+    if not services.acl.github_configured:
         raise ConfigError(
             "--as-github needs GitHub access: set CODEASK_GITHUB_TOKEN or the GitHub App settings."
         )
-    user = context.github.user(as_github)
+    user = services.github.user(as_github)
     if user is None:
         raise InvalidInput(f"GitHub has no user called {as_github!r}.")
     return Principal(platform, f"github:{user.id}", GitHubIdentity(user.id, user.login))
 
 
 def allowed_repo_set(
-    backend: SearchBackend,
+    services: Services,
     *,
     requested: list[str] | None = None,
     as_github: str | None = None,
@@ -84,22 +53,26 @@ def allowed_repo_set(
     the user-facing reason (a channel withholding, GitHub being down).
     """
     platform, where = parse_place(place)
+    registered = registered_repos(services.store)
     if as_github is None and where.kind == "cli":
-        allowed = frozenset(repo for repo, _ in registered_repos(backend))
+        allowed = frozenset(repo for repo, _ in registered)
     else:
-        context = AccessContext.from_settings()
-        try:
-            principal = cli_principal(context, as_github, platform)
-            access = context.resolver.allowed_repos(principal, where, registered_repos(backend))
-        finally:
-            context.close()
+        principal = cli_principal(services, as_github, platform)
+        access = services.resolver.allowed_repos(principal, where, registered)
         allowed = access.repos
         if notify is not None and access.reason:
             notify(access.reason)
     if not requested:
         return allowed
     if notify is not None:
-        indexed = {repo for repo, _ in registered_repos(backend)}
-        for name in sorted(set(requested) - indexed):
-            notify(f"{name} is not indexed (indexed: {', '.join(sorted(indexed)) or 'nothing'})")
+        notify_unindexed(services, requested, notify)
     return allowed & frozenset(requested)
+
+
+def notify_unindexed(
+    services: Services, requested: Iterable[str], notify: Callable[[str], None]
+) -> None:
+    """Tell the operator which ``--repo`` names the search store does not hold."""
+    indexed = {repo for repo, _ in registered_repos(services.store)}
+    for name in sorted(set(requested) - indexed):
+        notify(f"{name} is not indexed (indexed: {', '.join(sorted(indexed)) or 'nothing'})")

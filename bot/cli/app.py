@@ -1,4 +1,4 @@
-"""The ``codeask`` command line: short commands over the library."""
+"""The ``codeask`` command line: short commands over the parts ``bot.services`` builds."""
 
 from __future__ import annotations
 
@@ -12,27 +12,15 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from bot.cli.serve import register as register_service_commands
+from bot.services import Services
 from bot.training.commands import train_app
 from indexer.errors import CodeaskError
-from indexer.settings import IndexerSettings
-from indexer.stores.contract import SearchBackend
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ask questions about code.")
 register_service_commands(app)  # serve, worker, reconcile, repo
 app.add_typer(train_app, name="train")  # mine, reranker, gate
 err = Console(stderr=True, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
-
-
-def _settings() -> IndexerSettings:
-    return IndexerSettings()
-
-
-def _open(settings: IndexerSettings):
-    from indexer.search import open_searcher
-
-    searcher = open_searcher(settings)
-    return searcher.backend, searcher.embedder, searcher
 
 
 @app.command()
@@ -44,13 +32,13 @@ def index(
     full: Annotated[bool, typer.Option("--full", help="Re-index every file")] = False,
 ) -> None:
     """Index a repository (only files that changed since the last run)."""
-    from indexer.embedding import open_embedding_cache
     from indexer.errors import IndexingError
     from indexer.jobs.indexing import index_repository
     from indexer.jobs.registry import check_repo_name
     from indexer.source.gitrepo import clone_or_update, is_remote_url, name_from_url, repo_name_for
 
-    settings = _settings()
+    services = Services()
+    settings = services.indexer
     if is_remote_url(target):
         # The name is also the clone's folder under the data dir: never "..", never a path.
         name = check_repo_name(repo or name_from_url(target))
@@ -60,8 +48,6 @@ def index(
         if not root.is_dir():
             raise IndexingError(f"{root} is not a folder")
         name = check_repo_name(repo) if repo else repo_name_for(root)
-    store, embedder, _ = _open(settings)
-    cache = open_embedding_cache(settings)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -80,9 +66,9 @@ def index(
         report = index_repository(
             root,
             name,
-            store,
-            embedder,
-            cache,
+            services.store,
+            services.embedder,
+            services.embedding_cache,
             visibility=visibility,
             max_file_bytes=settings.max_file_bytes,
             progress=progress,
@@ -112,18 +98,22 @@ PLACE_HELP = "Where the preview is asked: dm, or channel:[slack:|teams:]ID"
 
 
 def _allowed_repos(
-    store: SearchBackend, repo: list[str] | None, as_github: str | None, place: str | None
+    services: Services, repo: list[str] | None, as_github: str | None, place: str | None
 ) -> frozenset[str]:
     """Everything indexed for the operator, else what ``--as-github`` gets in ``--place``."""
     from bot.cli.access import allowed_repo_set
 
     return allowed_repo_set(
-        store,
+        services,
         requested=repo,
         as_github=as_github,
         place=place,
-        notify=lambda reason: err.print(f"[yellow]note:[/] {reason}"),
+        notify=_note,
     )
+
+
+def _note(reason: str) -> None:
+    err.print(f"[yellow]note:[/] {reason}")
 
 
 @app.command()
@@ -136,9 +126,9 @@ def search(
     place: Annotated[str | None, typer.Option(help=PLACE_HELP)] = None,
 ) -> None:
     """Hybrid (BM25 + k-NN) search over the indexed code."""
-    store, _, searcher = _open(_settings())
-    repos = _allowed_repos(store, repo, as_github, place)
-    hits = searcher.search(query, repos, k=k)
+    services = Services()
+    repos = _allowed_repos(services, repo, as_github, place)
+    hits = services.searcher.search(query, repos, k=k)
     if as_json:
         rows = [
             {
@@ -174,22 +164,21 @@ def ask(
     place: Annotated[str | None, typer.Option(help=PLACE_HELP)] = None,
 ) -> None:
     """Answer a question from the indexed code, with citations."""
-    from acl.settings import AclSettings
+    from bot.answer.asking import Question
     from bot.answer.pipeline import check_question
+    from bot.cli.access import cli_principal, notify_unindexed, parse_place
     from bot.cli.terminal import ask_in_terminal
 
     check_question(question)
-    settings = _settings()
-    store, _, searcher = _open(settings)
-    repos = _allowed_repos(store, repo, as_github, place)
+    services = Services()
+    platform, where = parse_place(place)
+    principal = cli_principal(services, as_github, platform)
+    only = frozenset(repo) if repo else None
+    if only:
+        notify_unindexed(services, only, _note)
+    asked = Question(principal, where, question, only=only)
     ask_in_terminal(
-        question,
-        repos,
-        searcher,
-        settings.data_path,
-        out,
-        explain=explain,
-        web_url=AclSettings().github_web_url,
+        asked, services.asker, out, explain=explain, web_url=services.acl.github_web_url
     )
 
 
@@ -217,6 +206,7 @@ def eval_(
     from eval.command import DEFAULT_REPORT_DIR, run_eval
 
     run_eval(
+        Services(),
         golden,
         k=k,
         as_json=as_json,
@@ -236,17 +226,16 @@ def migrate_index(
     ] = False,
 ) -> None:
     """OpenSearch: build the next index version for this configuration and move the alias."""
-    from indexer.embedding import open_embedder
     from indexer.stores.opensearch.migrate import migrate
     from indexer.stores.opensearch.store import OpenSearchStore
 
-    settings = _settings()
+    services = Services()
+    settings = services.indexer
     if settings.store != "opensearch":
         raise typer.BadParameter("only for CODEASK_STORE=opensearch")
-    embedder = open_embedder(settings)
-    done = migrate(
-        OpenSearchStore.from_settings(settings), embedder.dimension, delete_old=delete_old
-    )
+    store = services.store
+    assert isinstance(store, OpenSearchStore)
+    done = migrate(store, services.embedder.dimension, delete_old=delete_old)
     if done.old_index == done.new_index:
         err.print(f"{done.new_index} already fits this configuration; nothing changed.")
         return
@@ -263,13 +252,11 @@ def audit(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Who asked what, where, over which repos, and what was cited (never code)."""
-    from bot.cli.access import AccessContext
-
-    context = AccessContext.from_settings()
+    services = Services()
     try:
-        entries = context.store.audit_entries(limit)
+        entries = services.acl_store.audit_entries(limit)
     finally:
-        context.close()
+        services.close()
     if as_json:
         out.print(json.dumps([e.model_dump() for e in entries], indent=2), markup=False)
         return
@@ -300,16 +287,15 @@ def link(
     """Print the one-time GitHub sign-in URL that links this chat user to their account."""
     from acl.linking import OAuthLinker
     from acl.permissions import Principal
-    from bot.cli.access import AccessContext
 
-    context = AccessContext.from_settings()
+    services = Services()
     try:
-        url = OAuthLinker(context.settings, context.store).start(Principal(platform, user))
+        url = OAuthLinker(services.acl, services.acl_store).start(Principal(platform, user))
     finally:
-        context.close()
+        services.close()
     out.print(url, markup=False)
     err.print(
-        f"Send this to the user; it expires in {context.settings.link_state_ttl_seconds} s. "
+        f"Send this to the user; it expires in {services.acl.link_state_ttl_seconds} s. "
         "After signing in they finish by sending the bot `link confirm CODE` from that chat "
         "account."
     )
@@ -321,13 +307,11 @@ def unlink(
     user: Annotated[str, typer.Option(help="Chat user id")],
 ) -> None:
     """Remove a chat user's GitHub link: they read public repositories only from now on."""
-    from bot.cli.access import AccessContext
-
-    context = AccessContext.from_settings()
+    services = Services()
     try:
-        removed = context.store.unlink(platform, user)
+        removed = services.acl_store.unlink(platform, user)
     finally:
-        context.close()
+        services.close()
     out.print(f"Unlinked {platform}:{user}." if removed else f"{platform}:{user} was not linked.")
 
 

@@ -25,7 +25,6 @@ def _logging() -> None:
 
 def serve() -> None:
     """Run the Slack, Teams and GitHub webhook endpoints (never indexes; see `worker`)."""
-    from bot.answer.asking import Asker
     from bot.server.app import Mount, run
     from bot.services import Services
     from bot.slack.app import slack_mount
@@ -33,7 +32,7 @@ def serve() -> None:
 
     _logging()
     services = Services()
-    asker = Asker(services)  # one answer pipeline (one embedding model) for every adapter
+    asker = services.asker  # one answer pipeline (one embedding model) for every adapter
     # Chat adapters add their routes here: mounts.append(mount_slack), ...
     mounts: list[Mount] = [slack_mount(asker), functools.partial(mount_teams, asker=asker)]
     err.print(f"codeask serve on http://{services.bot.host}:{services.bot.port}")
@@ -45,19 +44,16 @@ def worker(
 ) -> None:
     """Take indexing jobs from the queue until stopped (several workers may run at once)."""
     from bot.services import Services
-    from indexer.embedding import open_embedder, open_embedding_cache
     from indexer.jobs.worker import Worker, WorkerConfig
 
     _logging()
     services = Services()
-    settings = services.indexer
-    embedder = open_embedder(settings)
     work = Worker(
         services.engine,
         services.store,
-        embedder,
-        open_embedding_cache(settings),
-        WorkerConfig.from_settings(settings),
+        services.embedder,
+        services.embedding_cache,
+        WorkerConfig.from_settings(services.indexer),
         token=services.git_token,
     )
     stop = threading.Event()
@@ -93,14 +89,14 @@ def reconcile() -> None:
 
 def repo(ctx: typer.Context) -> None:
     """Repository admin: add|list|remove|reindex|status (same as the chat commands)."""
-    from bot.chat.commands import Invoker
+    from bot.chat.commands import Invoker, commands_for
     from bot.services import Services
 
     args = list(ctx.args)
     words = args if args and args[0] == "status" else ["repo", *args]
     services = Services()
     invoker = Invoker("cli", getpass.getuser())
-    result = services.commands().run(invoker, shlex.join(words))
+    result = commands_for(services).run(invoker, shlex.join(words))
     if result.error:
         err.print(f"[red]error:[/] {result.text}", markup=True, highlight=False)
         raise typer.Exit(2)

@@ -8,33 +8,24 @@ are the ones the application builds from the sources.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.console import Console
 
-from bot.answer.pipeline import AnswerPipeline
-from bot.answer.rerank import load_reranker
+from bot.answer.asking import Asker, Question
 from bot.answer.result import Answer
 from bot.chat.links import NO_LINKS, answer_links, defang, strip_controls
-from bot.settings import BotSettings
-from indexer.search.searcher import Searcher
 
 SNIPPET_LINES = 12
 
 
 def ask_in_terminal(
-    question: str,
-    repos: frozenset[str],
-    searcher: Searcher,
-    data_dir: Path,
+    question: Question,
+    asker: Asker,
     console: Console,
     explain: bool = False,
-    settings: BotSettings | None = None,
     web_url: str = "https://github.com",
 ) -> Answer:
-    """Answer ``question`` from ``repos``, streaming generated text as it arrives."""
-    settings = settings or BotSettings()
-    pipeline = AnswerPipeline(searcher, settings, reranker=load_reranker(settings, data_dir))
+    """Answer ``question`` through the same Asker as the chat adapters (access, fallbacks
+    when the model is down, the audit entry), streaming generated text as it arrives."""
     streamed: list[str] = []
     stream = _InertStream(console)
 
@@ -42,7 +33,7 @@ def ask_in_terminal(
         streamed.append(text)
         stream.feed(text)
 
-    answer = pipeline.answer(question, repos, on_token if pipeline.llm else None)
+    answer = asker.answer(question, on_token)
     shown = defang(strip_controls(answer.text), answer_links(answer.sources, web_url))
     if streamed:
         stream.close()

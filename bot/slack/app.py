@@ -28,7 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from acl.permissions import Place, Principal
 from bot.answer.asking import Asker, History, Question
 from bot.answer.records import AnsweredQuestion, seen_here
-from bot.chat.commands import CommandResult, Commands, Invoker, is_admin
+from bot.chat.commands import CommandResult, Commands, Invoker, command_context, is_admin
 from bot.chat.feedback import record_feedback
 from bot.chat.request_checks import (
     SLACK_MAX_AGE_SECONDS,
@@ -83,13 +83,13 @@ def slack_mount(asker: Asker | None = None) -> Mount:
         services = app[SERVICES]
         settings = services.bot
         if settings.slack_socket_mode:
-            bot = SlackBot(services, asker or Asker(services))
+            bot = SlackBot(services, asker or services.asker)
             _run_socket_mode(app, bot)
             return
         if not (settings.slack_bot_token and settings.slack_signing_secret):
             app.router.add_post(EVENTS_PATH, _not_configured)
             return
-        bot = SlackBot(services, asker or Asker(services))
+        bot = SlackBot(services, asker or services.asker)
         app.router.add_post(EVENTS_PATH, bot.handle)
 
     return mount
@@ -338,7 +338,7 @@ class SlackBot:
             )
 
     async def _commands(self, client: AsyncWebClient, invoker: Invoker, user: str) -> Commands:
-        ctx = self.services.command_context()
+        ctx = command_context(self.services)
         if await self._is_slack_admin(client, invoker, user):
             ctx = dataclasses.replace(ctx, admins=ctx.admins | {invoker.qualified_id})
         return Commands(ctx)
@@ -451,11 +451,11 @@ class SlackBot:
         user = event["user"]
         invoker = Invoker("slack", f"{context.team_id}:{user}")
         admin = is_admin(
-            invoker, self.services.command_context().admins
+            invoker, command_context(self.services).admins
         ) or await self._is_slack_admin(client, invoker, user)
         principal = Principal("slack", invoker.user_id)
         try:
-            data = await asyncio.to_thread(gather_home, self.asker, principal, admin)
+            data = await asyncio.to_thread(gather_home, self.services, self.asker, principal, admin)
             view = home_view(data)
         except Exception:
             log.exception("App Home for %s failed", invoker.qualified_id)

@@ -12,6 +12,7 @@ from typing import Any
 
 from acl.permissions import Place, Principal
 from bot.answer.asking import Asker
+from bot.services import Services
 from bot.slack.render import escape
 from indexer.jobs import queue as jobs
 from indexer.jobs.registry import REPO_ERROR, age_text
@@ -39,9 +40,8 @@ class HomeData:
     queued_jobs: int = 0
 
 
-def gather_home(asker: Asker, principal: Principal, admin: bool) -> HomeData:
+def gather_home(services: Services, asker: Asker, principal: Principal, admin: bool) -> HomeData:
     """Everything the Home tab shows for ``principal`` (blocking: run it in a thread)."""
-    services = asker.services
     link = services.acl_store.identity(principal.platform, principal.user_id)
     access = asker.access(principal, Place("dm"))
     states = {s.repo: s for s in services.store.repo_states()}

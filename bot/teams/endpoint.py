@@ -41,10 +41,9 @@ class TeamsEndpoint:
     """The Bot Framework adapter and the activity handler behind ``/api/messages``."""
 
     def __init__(self, services: Services, asker: Asker | None = None) -> None:
-        from bot.answer.asking import Asker
 
         self.services = services
-        self.handler = CodeaskTeamsHandler(services, asker or Asker(services))
+        self.handler = CodeaskTeamsHandler(services, asker or services.asker)
         self._tasks: set[asyncio.Task[None]] = set()
         self.adapter: CloudAdapter | None = None
         self.config_error = ""

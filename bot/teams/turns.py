@@ -27,7 +27,7 @@ from botbuilder.schema import (
 
 from acl.permissions import Place, Principal
 from bot.answer.records import seen_here
-from bot.chat.commands import CommandResult, Commands, Invoker
+from bot.chat.commands import CommandResult, Commands, Invoker, command_context
 from bot.chat.feedback import record_feedback
 from bot.teams.render import (
     CARD_CONTENT_TYPE,
@@ -227,7 +227,7 @@ class CodeaskTeamsHandler(ActivityHandler):
     @property
     def commands(self) -> Commands:
         if self._commands is None:
-            ctx = self.services.command_context()
+            ctx = command_context(self.services)
             teams_admins = {
                 f"{PLATFORM}:{i.strip()}"
                 for i in self.settings.teams_admins.split(",")

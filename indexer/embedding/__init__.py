@@ -39,4 +39,5 @@ def open_embedder(settings: IndexerSettings) -> Embedder:
         settings.embed_threads,
         settings.embed_batch_size,
         settings.embed_backend,
+        settings.data_path / "models" / "onnx",
     )

@@ -6,6 +6,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -195,22 +196,27 @@ _EMBEDDERS: dict[tuple[str, str, int, int], Embedder] = {}
 
 
 def load_embedder(
-    model: str, threads: int = 0, batch_size: int = 0, backend: str | None = None
+    model: str,
+    threads: int = 0,
+    batch_size: int = 0,
+    backend: str = "torch",
+    onnx_dir: Path | None = None,
 ) -> Embedder:
-    """One loaded model per process and configuration (``backend`` None: from settings;
-    ``batch_size`` 0: the backend's own)."""
-    from indexer.settings import IndexerSettings
+    """One loaded model per process and configuration (``batch_size`` 0: the backend's own).
 
-    settings = IndexerSettings()
-    backend = backend or settings.embed_backend
+    The ONNX backends export the model once into ``onnx_dir`` (the data dir's
+    ``models/onnx``; see :func:`indexer.embedding.open_embedder`).
+    """
     key = (model, backend, threads, batch_size)
     if key not in _EMBEDDERS:
         if backend.startswith("onnx"):
             from indexer.embedding.onnx import OnnxEmbedder
 
+            if onnx_dir is None:
+                raise ConfigError(f"the {backend} embedding backend needs a folder for its export")
             _EMBEDDERS[key] = OnnxEmbedder(
                 model,
-                settings.data_path / "models" / "onnx",
+                onnx_dir,
                 quantized=backend == "onnx-int8",
                 threads=threads,
                 batch_size=batch_size,
