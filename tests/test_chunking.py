@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from indexer.source.chunking import MAX_LINES, chunk_file, split_lines
-from indexer.source.languages import kind_for, language_for
+from indexer.source.languages import GRAMMARS, kind_for, language_for
 
 SNIPPETS = Path(__file__).parent / "fixtures" / "snippets"
 
@@ -170,6 +170,110 @@ def test_broken_utf8_is_decoded_with_replacement() -> None:
 def test_empty_and_whitespace_files_have_no_chunks() -> None:
     assert chunk_file("e.py", "python", b"") == []
     assert chunk_file("e.md", "markdown", b"\n\n  \n") == []
+
+
+# One definition-rich file per grammar; each name below comes from that grammar's name table.
+_NAMED_DEFINITIONS = {
+    "python": ("class Cart:\n    pass\n\n\ndef total(items):\n    return 0\n", ["Cart", "total"]),
+    "javascript": (
+        "const add = (a, b) => a + b;\n\nrouter.get = function (path) {};\n\n"
+        "module.exports = class Application {};\n\nexport function start() {}\n",
+        ["add", "router.get", "Application", "start"],
+    ),
+    "typescript": (
+        "interface Props {\n  name: string;\n}\n\ntype Id = string;\n\nenum Color { Red }\n",
+        ["Props", "Id", "Color"],
+    ),
+    "tsx": (
+        "export const App = () => <div />;\n\nfunction Greeting() {\n  return null;\n}\n",
+        ["App", "Greeting"],
+    ),
+    "go": (
+        "package m\n\ntype Bucket struct {\n\tn int\n}\n\n"
+        "func (b *Bucket) Take() bool {\n\treturn true\n}\n\nfunc New() *Bucket {\n\treturn nil\n}\n",
+        ["Bucket", "Bucket.Take", "New"],
+    ),
+    "java": (
+        "class Retry {\n  int attempts() { return 1; }\n}\n\ninterface Policy {}\n",
+        ["Retry", "Policy"],
+    ),
+    "rust": (
+        "struct Point {\n    x: f64,\n}\n\nimpl Display for Point {\n    fn fmt(&self) {}\n}\n\n"
+        "fn distance() -> f64 {\n    0.0\n}\n",
+        ["Point", "Point", "distance"],
+    ),
+    "ruby": (
+        "class Invoice\nend\n\nmodule Billing\nend\n\ndef total\n  0\nend\n",
+        ["Invoice", "Billing", "total"],
+    ),
+    "c": (
+        "struct buffer {\n    int len;\n};\n\nchar *buffer_data(struct buffer *b) {\n"
+        "    return 0;\n}\n\ntypedef int handle;\n",
+        ["buffer", "buffer_data", "handle"],
+    ),
+    "cpp": (
+        "namespace net {\nint open();\n}\n\nint Socket::send(int n) {\n    return n;\n}\n\n"
+        "Socket::~Socket() {\n}\n",
+        ["net", "Socket::send", "Socket::~Socket"],
+    ),
+    "csharp": (
+        "class Cart\n{\n    public int Total { get; set; }\n}\n\ninterface IShop\n{\n}\n",
+        ["Cart", "IShop"],
+    ),
+    "kotlin": (
+        "class Cart {\n    val items = 0\n}\n\nfun checkout(cart: Cart) {\n    println(cart)\n}\n",
+        ["Cart", "checkout"],
+    ),
+    "php": (
+        "<?php\nclass UserController\n{\n}\n\nfunction helper()\n{\n}\n",
+        ["UserController", "helper"],
+    ),
+    "swift": (
+        "class Cache {\n    var size = 0\n}\n\nfunc makeCache() -> Cache {\n    return Cache()\n}\n",
+        ["Cache", "makeCache"],
+    ),
+    "dart": (
+        "int add(int a, int b) {\n  return a + b;\n}\n\nclass Counter {\n  int value = 0;\n}\n",
+        ["add", "Counter"],
+    ),
+}
+
+
+def _symbols(language: str, source: str) -> list[str]:
+    chunks = chunk_file(f"m.{language}", language, source.encode())
+    return [s for c in chunks for s in c.symbol.split(", ") if s != "<module>"]
+
+
+def test_every_grammar_has_a_file_whose_definitions_are_named() -> None:
+    assert sorted(_NAMED_DEFINITIONS) == sorted(GRAMMARS)
+
+
+@pytest.mark.parametrize("language", sorted(_NAMED_DEFINITIONS))
+def test_definitions_are_known_by_their_own_names(language: str) -> None:
+    source, names = _NAMED_DEFINITIONS[language]
+    assert _symbols(language, source) == names
+
+
+@pytest.mark.parametrize("language", sorted(GRAMMARS))
+def test_name_table_uses_only_fields_and_nodes_the_grammar_has(language: str) -> None:
+    from tree_sitter_language_pack import get_language
+
+    grammar_language = get_language(language)  # type: ignore[arg-type]
+    grammar = GRAMMARS[language]
+    rules = grammar.names.values()
+    fields = {*grammar.name_fields, *(r.field for r in rules)}
+    fields |= {r.qualifier for r in rules if r.qualifier is not None}
+    assert {f for f in fields if grammar_language.field_id_for_name(f) is None} == set()
+    kinds = {*grammar.names, *grammar.name_children}
+    assert {k for k in kinds if grammar_language.id_for_node_kind(k, True) is None} == set()
+
+
+def test_dart_methods_are_named_through_their_signatures() -> None:
+    methods = [f"  void step{i}() {{\n    value += {i};\n  }}\n" for i in range(12)]
+    source = "class Counter {\n  int value = 0;\n\n" + "\n".join(methods) + "}\n"
+    assert [f"Counter.step{i}" for i in range(12)] == [
+        s for s in _symbols("dart", source) if s.startswith("Counter.step")
+    ]
 
 
 _LANG_SAMPLES = {

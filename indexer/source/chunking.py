@@ -13,7 +13,15 @@ from typing import Any
 
 from indexer.models import Chunk
 from indexer.source.doc_chunking import config_spans, markdown_spans
-from indexer.source.languages import GRAMMARS, IMPORT_LINE, Grammar, as_utf8, kind_for
+from indexer.source.languages import (
+    GRAMMARS,
+    IMPORT_LINE,
+    NAME_NODES,
+    Grammar,
+    NameRule,
+    as_utf8,
+    kind_for,
+)
 from indexer.source.spans import (
     MAX_LINES,
     Span,
@@ -33,25 +41,8 @@ _IMPORT_WORDS = frozenset(
     "default crate self super pub mod".split()
 )
 
-_NAME_TYPES = frozenset(
-    {
-        "identifier",
-        "type_identifier",
-        "simple_identifier",
-        "field_identifier",
-        "property_identifier",
-        "constant",
-        "name",
-        "namespace_identifier",
-        "scoped_identifier",
-        "qualified_identifier",
-        "operator_name",
-        "destructor_name",
-    }
-)
-_FUNCTION_VALUES = frozenset(
-    {"function", "function_expression", "arrow_function", "generator_function", "class"}
-)
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_NAME_DEPTH = 6  # declarators nest no deeper than this before reaching the name
 
 
 def _parser(language: str) -> Any:
@@ -144,7 +135,7 @@ def _code_spans(text: str, lines: list[str], grammar: Grammar, language: str) ->
         tree = _parser(language).parse(text.encode("utf-8"))
     except Exception:  # a grammar that cannot parse still leaves the file searchable
         return window_spans(lines, 0, len(lines) - 1, "")
-    walker = _CodeWalker(lines, grammar, language)
+    walker = _CodeWalker(lines, grammar)
     try:
         walker.visit(tree.root_node, ())
     except RecursionError:  # nesting deeper than the stack (generated data, a fuzzer's file)
@@ -168,11 +159,56 @@ def _text(node: Any) -> str:
     return raw.decode("utf-8", "replace")
 
 
+def _definition_name(node: Any, grammar: Grammar) -> str | None:
+    """A definition's name, found where ``grammar`` says it keeps it; None without one."""
+    rule = grammar.names.get(node.type)
+    by_rule = _name_by_rule(node, rule) if rule is not None else None
+    if by_rule is not None:
+        return by_rule
+    for field_name in grammar.name_fields:
+        child = node.child_by_field_name(field_name)
+        depth = 0
+        while child is not None and depth < _NAME_DEPTH:
+            if child.type in NAME_NODES:
+                return _text(child)
+            inner = next(
+                (n for f in grammar.name_fields if (n := child.child_by_field_name(f))), None
+            )
+            if inner is None:
+                found = next((c for c in child.named_children if c.type in NAME_NODES), None)
+                return _text(found) if found is not None else None
+            child = inner
+            depth += 1
+    for child in node.named_children:
+        if child.type in NAME_NODES:
+            return _text(child)
+        if child.type in grammar.name_children:
+            return _definition_name(child, grammar)
+    return None
+
+
+def _name_by_rule(node: Any, rule: NameRule) -> str | None:
+    holder = node
+    if rule.in_child:
+        holder = next(
+            (c for c in node.named_children if c.child_by_field_name(rule.field) is not None),
+            None,
+        )
+    named = holder.child_by_field_name(rule.field) if holder is not None else None
+    if named is None:
+        return None
+    if rule.qualifier is None:
+        return _text(named)
+    qualifier = node.child_by_field_name(rule.qualifier)
+    if qualifier is None:
+        return None
+    return ".".join([*_WORD.findall(_text(qualifier))[-1:], _text(named)])
+
+
 class _CodeWalker:
-    def __init__(self, lines: list[str], grammar: Grammar, language: str) -> None:
+    def __init__(self, lines: list[str], grammar: Grammar) -> None:
         self.lines = lines
         self.grammar = grammar
-        self.language = language
         self.spans: list[Span] = []
 
     def visit(self, node: Any, scope: tuple[tuple[str, str], ...]) -> None:
@@ -201,7 +237,8 @@ class _CodeWalker:
 
     def _maybe_value_definition(self, node: Any, scope: tuple[tuple[str, str], ...]) -> bool:
         """``const f = () => …``, ``app.use = function …``, ``module.exports = class …``."""
-        if self.language not in ("javascript", "typescript", "tsx"):
+        values = self.grammar.function_values
+        if not values:
             return False
         target = node
         if target.type == "export_statement":
@@ -213,20 +250,20 @@ class _CodeWalker:
             for decl in target.named_children:
                 value = decl.child_by_field_name("value")
                 name = decl.child_by_field_name("name")
-                if value is not None and name is not None and value.type in _FUNCTION_VALUES:
-                    self.definition(decl, node, scope, name=_text(name), value=value)
+                if value is not None and name is not None and value.type in values:
+                    self.definition(decl, node, scope, value=value)
                     return True
             return False
         if target.type == "expression_statement" and target.named_children:
             expr = target.named_children[0]
             if expr.type == "assignment_expression":
                 left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
-                if left is not None and right is not None and right.type in _FUNCTION_VALUES:
+                if left is not None and right is not None and right.type in values:
                     # `module.exports = class Application …` is known by the class's own name.
                     class_name = (
                         right.child_by_field_name("name") if right.type == "class" else None
                     )
-                    name = _text(class_name) if class_name is not None else _text(left)
+                    name = _text(class_name) if class_name is not None else None
                     self.definition(expr, node, scope, name=name, value=right)
                     return True
         return False
@@ -245,7 +282,7 @@ class _CodeWalker:
             sibling = outer.next_named_sibling
             if sibling is not None and sibling.type == "function_body":
                 end = _end_row(sibling)
-        name = name or self._name_of(node) or node.type
+        name = name or _definition_name(node, self.grammar) or node.type
         qualified = ".".join([s[0] for s in scope] + [name])
         signature = self.lines[node.start_point[0]].strip()[:200]
         scope_sigs = tuple(s[1] for s in scope)
@@ -287,41 +324,6 @@ class _CodeWalker:
         text = self.lines[prev.start_point[0]].lstrip()
         is_doc = text.startswith(("/**", "///", "//!", '"""'))
         return is_doc and end == start - 2 and not self.lines[start - 1].strip()
-
-    def _name_of(self, node: Any) -> str | None:
-        if node.type == "method_declaration" and self.language == "go":
-            receiver = node.child_by_field_name("receiver")
-            method = node.child_by_field_name("name")
-            if receiver is not None and method is not None:
-                rtype = re.findall(r"[A-Za-z_]\w*", _text(receiver))
-                return f"{rtype[-1]}.{_text(method)}" if rtype else _text(method)
-        if node.type == "impl_item":
-            impl_type = node.child_by_field_name("type")
-            if impl_type is not None:  # `impl Trait for Type` is named by its type too
-                return _text(impl_type)
-        if node.type == "type_declaration":
-            for child in node.named_children:
-                name = child.child_by_field_name("name")
-                if name is not None:
-                    return _text(name)
-        for field_name in ("name", "declarator"):
-            child = node.child_by_field_name(field_name)
-            depth = 0
-            while child is not None and depth < 6:
-                if child.type in _NAME_TYPES:
-                    return _text(child)
-                inner = child.child_by_field_name("declarator") or child.child_by_field_name("name")
-                if inner is None:
-                    found = next((c for c in child.named_children if c.type in _NAME_TYPES), None)
-                    return _text(found) if found is not None else None
-                child = inner
-                depth += 1
-        for child in node.named_children:
-            if child.type in _NAME_TYPES:
-                return _text(child)
-            if child.type in ("function_signature", "method_signature"):
-                return self._name_of(child)
-        return None
 
     def _split_large(
         self, node: Any, start: int, end: int, symbol: str, scope: tuple[str, ...]

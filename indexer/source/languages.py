@@ -1,12 +1,14 @@
 """Which language a file is in, what kind of file it is, and how its grammar names things.
 
 Language support is data: each grammar lists the node types that are definitions,
-which of them contain other definitions, and which merely wrap one.
+which of them contain other definitions, which merely wrap one, and where each keeps
+its name.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -130,6 +132,40 @@ def kind_for(path: str, language: str) -> str:
     return "source"
 
 
+# Node types that are a name, in whichever grammar has them.
+NAME_NODES = frozenset(
+    {
+        "identifier",
+        "type_identifier",
+        "simple_identifier",
+        "field_identifier",
+        "property_identifier",
+        "constant",
+        "name",
+        "namespace_identifier",
+        "scoped_identifier",
+        "qualified_identifier",
+        "operator_name",
+        "destructor_name",
+    }
+)
+
+
+@dataclass(frozen=True)
+class NameRule:
+    """A definition named by the whole text of one field, for the kinds of definition
+    the grammar's ``name_fields`` do not name; where that field is absent the
+    ``name_fields`` still apply."""
+
+    field: str
+    # Look for ``field`` on the first named child that has it (Go's ``type X struct``
+    # keeps its name in a type_spec).
+    in_child: bool = False
+    # Prefix the name with the last identifier of this field (a Go method is known by its
+    # receiver's type: ``func (b *Bucket) Add`` is ``Bucket.Add``).
+    qualifier: str | None = None
+
+
 @dataclass(frozen=True)
 class Grammar:
     """Node types of one tree-sitter grammar, as chunking needs them."""
@@ -142,6 +178,16 @@ class Grammar:
     prefixes: frozenset[str] = field(default_factory=frozenset)
     # Definitions whose body is the next sibling (Dart's function_signature + function_body).
     sibling_body: frozenset[str] = field(default_factory=frozenset)
+    # Fields that hold a definition's name, tried in order and followed down (C's
+    # ``declarator`` of ``*make(void)`` is a pointer_declarator > function_declarator >
+    # identifier) to a node of NAME_NODES; without one, its first child among NAME_NODES.
+    name_fields: tuple[str, ...] = ("name",)
+    # Definitions named otherwise, by node type.
+    names: Mapping[str, NameRule] = field(default_factory=dict)
+    # Children whose own name is the definition's (Dart's method_signature > function_signature).
+    name_children: frozenset[str] = field(default_factory=frozenset)
+    # Values that make a binding a definition (``const f = () => …``, ``X.y = class …``).
+    function_values: frozenset[str] = field(default_factory=frozenset)
 
 
 _JS_DEFS = {
@@ -169,6 +215,11 @@ _JS = Grammar(
     ),
     wrappers=frozenset({"export_statement"}),
     prefixes=frozenset({"decorator"}),
+    # `const add = …` is known by its name, `app.use = function …` by its left side.
+    names={"variable_declarator": NameRule("name"), "assignment_expression": NameRule("left")},
+    function_values=frozenset(
+        {"function", "function_expression", "arrow_function", "generator_function", "class"}
+    ),
 )
 
 GRAMMARS: dict[str, Grammar] = {
@@ -182,6 +233,10 @@ GRAMMARS: dict[str, Grammar] = {
     "tsx": _JS,
     "go": Grammar(
         definitions=frozenset({"function_declaration", "method_declaration", "type_declaration"}),
+        names={
+            "method_declaration": NameRule("name", qualifier="receiver"),
+            "type_declaration": NameRule("name", in_child=True),
+        },
     ),
     "java": Grammar(
         definitions=frozenset(
@@ -222,6 +277,7 @@ GRAMMARS: dict[str, Grammar] = {
         ),
         containers=frozenset({"impl_item", "trait_item", "mod_item"}),
         prefixes=frozenset({"attribute_item"}),
+        names={"impl_item": NameRule("type")},  # `impl Trait for Type` is known by Type
     ),
     "ruby": Grammar(
         definitions=frozenset({"method", "singleton_method", "class", "module"}),
@@ -231,6 +287,7 @@ GRAMMARS: dict[str, Grammar] = {
         definitions=frozenset(
             {"function_definition", "struct_specifier", "enum_specifier", "type_definition"}
         ),
+        name_fields=("name", "declarator"),
     ),
     "cpp": Grammar(
         definitions=frozenset(
@@ -245,6 +302,7 @@ GRAMMARS: dict[str, Grammar] = {
         ),
         containers=frozenset({"class_specifier", "struct_specifier", "namespace_definition"}),
         wrappers=frozenset({"template_declaration"}),
+        name_fields=("name", "declarator"),
     ),
     "csharp": Grammar(
         definitions=frozenset(
@@ -273,6 +331,7 @@ GRAMMARS: dict[str, Grammar] = {
     "kotlin": Grammar(
         definitions=frozenset({"class_declaration", "object_declaration", "function_declaration"}),
         containers=frozenset({"class_declaration", "object_declaration"}),
+        name_fields=(),  # the grammar has no fields: a definition's first identifier
     ),
     "php": Grammar(
         definitions=frozenset(
@@ -311,6 +370,7 @@ GRAMMARS: dict[str, Grammar] = {
         ),
         containers=frozenset({"class_definition", "mixin_declaration", "extension_declaration"}),
         sibling_body=frozenset({"function_signature", "method_signature"}),
+        name_children=frozenset({"function_signature", "method_signature"}),
         comments=frozenset({"comment", "documentation_comment"}),
     ),
 }
