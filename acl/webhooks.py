@@ -166,7 +166,7 @@ def _repository_event(
         # The payload names the repository as it is now; the old name is what may soon
         # point at a different repository, so that one is gone. The new name now means
         # this repository: a "gone" left on it by an earlier move or deletion is cleared.
-        old = _previous_name(action, repo, payload)
+        old = previous_name(action, repo, payload)
         if old and old != repo:
             store.set_repo_override(old, "gone", action)
             result.repos.append(old)
@@ -184,15 +184,21 @@ def _repository_event(
         result.repos.extend(names)
 
 
-def _previous_name(action: str, repo: str, payload: Mapping[str, Any]) -> str | None:
-    """The repository's name before a rename (same owner) or a transfer (old owner)."""
-    changes = payload.get("changes")
-    if not isinstance(changes, dict):
-        return None
+def previous_name(action: str, repo: str, payload: Mapping[str, Any]) -> str | None:
+    """The repository's name before a rename (same owner) or a transfer (old owner), from
+    a ``repository`` event's ``changes``; None when the payload does not say."""
+    changes = _object(payload.get("changes"))
     owner, _, name = repo.partition("/")
     if action == "renamed":
-        old_name = ((changes.get("repository") or {}).get("name") or {}).get("from")
+        old_name = _object(_object(changes.get("repository")).get("name")).get("from")
         return f"{owner}/{old_name}" if isinstance(old_name, str) and old_name else None
-    src = (changes.get("owner") or {}).get("from") or {}
-    login = (src.get("user") or src.get("organization") or {}).get("login")
-    return f"{login}/{name}" if isinstance(login, str) and login else None
+    if action == "transferred":
+        src = _object(_object(changes.get("owner")).get("from"))
+        login = (_object(src.get("user")) or _object(src.get("organization"))).get("login")
+        return f"{login}/{name}" if isinstance(login, str) and login else None
+    return None
+
+
+def _object(value: object) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (payload fields can be anything)."""
+    return value if isinstance(value, dict) else {}

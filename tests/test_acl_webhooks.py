@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from acl.store import AclStore
-from acl.webhooks import handle_acl_webhook, process_webhook, verify_signature
+from acl.webhooks import handle_acl_webhook, previous_name, process_webhook, verify_signature
 from indexer.errors import AccessDenied, ConfigError, InvalidInput
 
 SECRET = "It's a Secret to Everybody"
@@ -168,3 +168,24 @@ def test_unrelated_events_change_nothing(store: AclStore) -> None:
     assert not handle_acl_webhook("push", {"repository": {"full_name": "acme/api"}}, store).changed
     assert not handle_acl_webhook("ping", {"zen": "Keep it logically awesome."}, store).changed
     assert store.cached_permissions(1, 300) == {"acme/api": True, "acme/web": True}
+
+
+@pytest.mark.parametrize(
+    ("action", "changes", "expected"),
+    [
+        ("renamed", {"repository": {"name": {"from": "old"}}}, "acme/old"),
+        ("transferred", {"owner": {"from": {"organization": {"login": "beta"}}}}, "beta/api"),
+        ("transferred", {"owner": {"from": {"user": {"login": "carol"}}}}, "carol/api"),
+        ("renamed", {"repository": "not an object"}, None),
+        ("renamed", {"repository": {"name": {"from": ""}}}, None),
+        ("transferred", {"owner": {"from": ["x"]}}, None),
+        ("renamed", "changes as a string", None),
+        ("edited", {"repository": {"name": {"from": "old"}}}, None),
+    ],
+)
+def test_previous_name_reads_only_well_formed_changes(
+    action: str, changes: object, expected: str | None
+) -> None:
+    """The indexer's rename handling and the permission cache read the old name the same way;
+    a malformed ``changes`` is an unknown old name, never an error."""
+    assert previous_name(action, "acme/api", {"changes": changes}) == expected

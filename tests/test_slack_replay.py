@@ -17,8 +17,8 @@ from sqlmodel import Session, select
 
 from acl.settings import AclSettings
 from bot.answer.asking import Asker
+from bot.chat.deliveries import claim_delivery
 from bot.server.app import create_app
-from bot.server.github_events import claim_delivery
 from bot.services import Services
 from bot.settings import BotSettings
 from bot.slack.app import SIGNATURE_RETENTION, slack_mount

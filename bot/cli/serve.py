@@ -25,7 +25,8 @@ def _logging() -> None:
 
 def serve() -> None:
     """Run the Slack, Teams and GitHub webhook endpoints (never indexes; see `worker`)."""
-    from bot.server.app import Mount, run
+    from bot.chat.web import Mount
+    from bot.server.app import run
     from bot.services import Services
     from bot.slack.app import slack_mount
     from bot.teams.endpoint import mount_teams

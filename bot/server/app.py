@@ -30,16 +30,17 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from acl.webhooks import handle_acl_webhook
+from bot.chat.deliveries import claim_delivery, forget_delivery
 from bot.chat.request_checks import BadRequest, parse_json_object
-from bot.server.github_events import apply_event, claim_delivery, forget_delivery
+from bot.chat.web import SERVICES, Mount, bad_request, error_response
+from bot.server.github_events import apply_event, registered_name
 from bot.services import Services
 from indexer.errors import AccessDenied, CodeaskError, ConfigError
 from indexer.jobs.reconcile import git_heads, reconcile
 
 log = logging.getLogger(__name__)
 
-Mount = Callable[[web.Application], None]
-SERVICES: web.AppKey[Services] = web.AppKey("codeask.services", Services)
 MAX_WEBHOOK_BYTES = 25 * 1024 * 1024  # GitHub caps payloads at 25 MB
 
 
@@ -77,22 +78,6 @@ def run(services: Services | None = None, *, mounts: Sequence[Mount] = ()) -> No
 
 async def _close_services(app: web.Application) -> None:
     await asyncio.to_thread(app[SERVICES].close)
-
-
-async def read_body(request: web.Request, limit: int) -> bytes:
-    """The request body; 413 when it is over ``limit`` bytes (before reading, if declared)."""
-    declared = request.content_length
-    if declared is not None and declared > limit:
-        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=declared)
-    body = await request.read()
-    if len(body) > limit:
-        raise web.HTTPRequestEntityTooLarge(max_size=limit, actual_size=len(body))
-    return body
-
-
-def bad_request(exc: BadRequest) -> web.Response:
-    """The JSON error answer to a request that ``bot.chat.request_checks`` refused."""
-    return _error(exc.status, str(exc))
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -133,15 +118,15 @@ async def github_webhook(request: web.Request) -> web.Response:
         verify_signature(services.acl.github_webhook_secret, request.headers, body)
     except ConfigError as exc:
         log.error("webhook refused: %s", exc)
-        return _error(503, str(exc))
+        return error_response(503, str(exc))
     except AccessDenied:
-        return _error(401, "bad or missing X-Hub-Signature-256")
+        return error_response(401, "bad or missing X-Hub-Signature-256")
     event = request.headers.get("X-GitHub-Event", "")
     delivery = request.headers.get("X-GitHub-Delivery", "") or f"local-{uuid.uuid4()}"
     if not event:
-        return _error(400, "missing X-GitHub-Event")
+        return error_response(400, "missing X-GitHub-Event")
     if not (_plain_text(event) and _plain_text(delivery)):  # GitHub sends names and GUIDs
-        return _error(400, "X-GitHub-Event and X-GitHub-Delivery must be printable ASCII")
+        return error_response(400, "X-GitHub-Event and X-GitHub-Delivery must be printable ASCII")
     try:
         payload = parse_json_object(body)
     except BadRequest as exc:
@@ -163,7 +148,7 @@ async def github_webhook(request: web.Request) -> web.Response:
         result = await asyncio.to_thread(handle)
     except CodeaskError as exc:
         log.error("webhook %s (%s) failed: %s", delivery, event, exc)
-        return _error(503, str(exc))
+        return error_response(503, str(exc))
     log.info("webhook %s %s: %s", delivery, event, result)
     return web.json_response(result)
 
@@ -215,32 +200,10 @@ def _page(status: int, *paragraphs: str) -> web.Response:
 
 def _acl_webhook(services: Services, event: str, payload: dict[str, Any]) -> str:
     """Let access control drop cached permissions this event may have changed."""
-    try:
-        from acl.webhooks import handle_acl_webhook
-    except ImportError:  # access control without webhook support: nothing cached to drop
-        return "unsupported"
-    handle_acl_webhook(event, payload, services.acl_store, _registered_name(services, payload))
+    handle_acl_webhook(
+        event, payload, services.acl_store, registered_name(services.engine, payload)
+    )
     return "applied"
-
-
-def _registered_name(services: Services, payload: dict[str, Any]) -> str | None:
-    """The name the index uses for the payload's repository, found by its GitHub id (it can
-    differ from GitHub's current name, e.g. after an organization rename)."""
-    from sqlmodel import Session, select
-
-    from indexer.jobs.registry import Repo
-
-    repository = payload.get("repository")
-    gid = repository.get("id") if isinstance(repository, dict) else None
-    if not isinstance(gid, int):
-        return None
-    with Session(services.engine) as s:
-        repo = s.exec(select(Repo).where(Repo.github_id == gid)).first()
-    return repo.full_name if repo is not None else None
-
-
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)
 
 
 def _plain_text(value: str) -> bool:

@@ -9,14 +9,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import Session, select
 
+from acl.webhooks import previous_name
 from indexer.jobs import queue as jobs
 from indexer.jobs.registry import (
     KIND_DELETE,
@@ -28,7 +26,6 @@ from indexer.jobs.registry import (
     REPO_READY,
     Registry,
     Repo,
-    WebhookDelivery,
     utcnow,
     write_session,
 )
@@ -36,8 +33,6 @@ from indexer.jobs.registry import (
 log = logging.getLogger(__name__)
 
 CloneUrl = Callable[[str], str]  # owner/name → clone URL
-# GitHub lets an admin redeliver a delivery of the last three days; keep claims longer.
-DELIVERY_RETENTION = timedelta(days=7)
 
 
 @dataclass
@@ -62,38 +57,6 @@ class EventOutcome:
         }
 
 
-def claim_delivery(
-    engine: Engine, delivery_id: str, event: str, keep: timedelta = DELIVERY_RETENTION
-) -> bool:
-    """Record a delivery id; False when it was seen before (GitHub redelivers on timeouts).
-
-    Claims of the same ``event`` older than ``keep`` are dropped first, so the table holds
-    at most ``keep``'s worth of deliveries of each kind (a repeat after that is new again).
-    """
-    try:
-        with write_session(engine) as s:
-            s.exec(
-                delete(WebhookDelivery).where(
-                    col(WebhookDelivery.event) == event,
-                    col(WebhookDelivery.received_at) < utcnow() - keep,
-                )
-            )
-            s.add(WebhookDelivery(delivery_id=delivery_id[:100], event=event))
-            s.commit()
-    except IntegrityError:
-        return False
-    return True
-
-
-def forget_delivery(engine: Engine, delivery_id: str) -> None:
-    """Undo ``claim_delivery`` after a failure, so GitHub's redelivery is processed."""
-    with write_session(engine) as s:
-        row = s.get(WebhookDelivery, delivery_id[:100])
-        if row is not None:
-            s.delete(row)
-            s.commit()
-
-
 def apply_event(
     engine: Engine, event: str, payload: Mapping[str, Any], clone_url: CloneUrl
 ) -> EventOutcome:
@@ -113,6 +76,17 @@ def apply_event(
     else:
         outcome.notes.append("ignored")
     return outcome
+
+
+def registered_name(engine: Engine, payload: Mapping[str, Any]) -> str | None:
+    """The name the index uses for the payload's repository, found by its GitHub id (it can
+    differ from GitHub's current name, e.g. after an organization rename)."""
+    repository = payload.get("repository")
+    if not isinstance(repository, dict) or not isinstance(repository.get("id"), int):
+        return None
+    with Session(engine) as s:
+        repo = _find(s, repository, "")
+        return repo.full_name if repo is not None else None
 
 
 def _find(s: Session, repository: Mapping[str, Any], name: str) -> Repo | None:
@@ -162,7 +136,7 @@ def _repository(
 ) -> None:
     repository = payload.get("repository") or {}
     action = out.action
-    old_name = _old_name(action, payload, out.repo)
+    old_name = previous_name(action, out.repo, payload) or ""
     with write_session(engine) as s:
         repo = _find(s, repository, old_name or out.repo)
         if repo is None:
@@ -202,19 +176,6 @@ def _repository(
             jobs.cancel_queued(engine, name)
         jobs.enqueue(engine, name, kind, reason=f"repository {action}")
         out.queued.append(f"{kind} {name}")
-
-
-def _old_name(action: str, payload: Mapping[str, Any], new: str) -> str:
-    changes = payload.get("changes") or {}
-    owner, _, name = new.partition("/")
-    if action == "renamed":
-        old = ((changes.get("repository") or {}).get("name") or {}).get("from")
-        return f"{owner}/{old}" if isinstance(old, str) else ""
-    if action == "transferred":
-        src = (changes.get("owner") or {}).get("from") or {}
-        login = (src.get("user") or src.get("organization") or {}).get("login")
-        return f"{login}/{name}" if isinstance(login, str) else ""
-    return ""
 
 
 def _installation_repositories(

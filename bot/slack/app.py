@@ -29,6 +29,7 @@ from acl.permissions import Place, Principal
 from bot.answer.asking import Asker, History, Question
 from bot.answer.records import AnsweredQuestion, seen_here
 from bot.chat.commands import CommandResult, Commands, Invoker, command_context, is_admin
+from bot.chat.deliveries import claim_delivery
 from bot.chat.feedback import record_feedback
 from bot.chat.request_checks import (
     SLACK_MAX_AGE_SECONDS,
@@ -37,8 +38,7 @@ from bot.chat.request_checks import (
     slack_body,
     verify_slack_signature,
 )
-from bot.server.app import SERVICES, Mount, bad_request, read_body
-from bot.server.github_events import claim_delivery
+from bot.chat.web import SERVICES, Mount, bad_request, read_body
 from bot.services import Services
 from bot.slack.home import gather_home, home_view
 from bot.slack.render import (

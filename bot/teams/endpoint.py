@@ -20,7 +20,7 @@ from botbuilder.integration.aiohttp import CloudAdapter
 from botbuilder.schema import Activity, ActivityTypes
 
 from bot.chat.request_checks import BadRequest, parse_json_object
-from bot.server.app import SERVICES, bad_request, read_body
+from bot.chat.web import SERVICES, bad_request, read_body
 from bot.services import Services
 from bot.teams.auth import bot_framework_authentication
 from bot.teams.render import text_card
