@@ -23,9 +23,11 @@ demo: setup
 	$(BIN)/codeask index $(REPO)
 	$(BIN)/codeask ask "$(QUESTION)"
 
+# The floors of the house (pyproject.toml [tool.importlinter]): an import only goes down.
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: setup
 	$(BIN)/mypy
