@@ -23,12 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bot.answer.pipeline import AnswerPipeline  # noqa: E402
-from bot.answer.rerank import load_reranker  # noqa: E402
+from bot.services import Services  # noqa: E402
 from bot.settings import BotSettings  # noqa: E402
 from eval.goldens import load_many  # noqa: E402
-from indexer.search import open_searcher  # noqa: E402
-from indexer.settings import IndexerSettings  # noqa: E402
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -40,10 +37,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--golden", default=str(ROOT / "eval" / "golden" / "*.jsonl"))
     args = parser.parse_args()
-    settings = IndexerSettings()
-    bot = BotSettings(llm_model="")
-    searcher = open_searcher(settings)
-    pipeline = AnswerPipeline(searcher, bot, reranker=load_reranker(bot, settings.data_path))
+    services = Services(bot=BotSettings(llm_model=""))
+    searcher = services.searcher
+    pipeline = services.pipeline()
     questions = load_many([Path(p) for p in sorted(glob.glob(args.golden))])
     indexed = {s.repo for s in searcher.backend.repo_states()}
     questions = [q for q in questions if q.repo in indexed]

@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.bench_index import git, site_package  # noqa: E402
+from bot.services import Services  # noqa: E402
 from indexer.embedding.cache import SqliteEmbeddingCache  # noqa: E402
-from indexer.embedding.embedders import load_embedder  # noqa: E402
 from indexer.jobs.indexing import IndexReport, index_repository  # noqa: E402
 from indexer.settings import IndexerSettings  # noqa: E402
 from indexer.stores.sqlite import SqliteStore  # noqa: E402
@@ -47,7 +47,7 @@ def build_repo(work: Path) -> tuple[Path, int]:
 
 def run_backend(backend: str, repo: Path, work: Path) -> dict[str, object]:
     (work / backend).mkdir()
-    embedder = load_embedder(IndexerSettings().embed_model, backend=backend)
+    embedder = Services(indexer=IndexerSettings(embed_backend=backend)).embedder
     embedder.embed(["warm up the model"])
     store = SqliteStore(work / backend / "index.db")
     cache = SqliteEmbeddingCache(work / backend / "emb.db")

@@ -93,17 +93,15 @@ async def _bench(work: Path, fake: FakeGitHub, runs: int) -> list[float]:
     from bot.chat.commands import Invoker, commands_for
     from bot.server.app import create_app
     from bot.services import Services
-    from indexer.embedding import open_embedding_cache
-    from indexer.embedding.embedders import load_embedder
     from indexer.jobs.worker import Worker, WorkerConfig
     from indexer.search.searcher import Searcher
 
     services = Services()
     cfg = services.indexer
-    embedder = load_embedder(cfg.embed_model, cfg.embed_threads, cfg.embed_batch_size)
+    embedder = services.embedder
     result = commands_for(services).run(Invoker("cli", "bench"), f"repo add {REPO}")
     assert not result.error, result.text
-    worker = Worker(services.engine, services.store, embedder, open_embedding_cache(cfg),
+    worker = Worker(services.engine, services.store, embedder, services.embedding_cache,
                     WorkerConfig.from_settings(cfg), token=services.git_token)  # fmt: skip
     worker.run(threading.Event(), once=True)  # the initial full index is not timed here
     stop = threading.Event()

@@ -44,6 +44,7 @@ from bench.bench_index import site_package, synthetic_store  # noqa: E402
 from bot.answer.pipeline import AnswerPipeline  # noqa: E402
 from bot.answer.rerank import CrossEncoderReranker, OnnxCrossEncoderReranker, Reranker  # noqa: E402
 from bot.answer.retrieval_cache import RetrievalCache  # noqa: E402
+from bot.services import Services  # noqa: E402
 from bot.settings import BotSettings  # noqa: E402
 from indexer.embedding.cache import SqliteEmbeddingCache  # noqa: E402
 from indexer.embedding.embedders import (  # noqa: E402
@@ -51,10 +52,10 @@ from indexer.embedding.embedders import (  # noqa: E402
     WrappedEmbedder,
     cache_key,
     embedding_text,
-    load_embedder,
 )
 from indexer.models import Chunk  # noqa: E402
 from indexer.search.searcher import Searcher  # noqa: E402
+from indexer.settings import IndexerSettings  # noqa: E402
 from indexer.source.chunking import chunk_file  # noqa: E402
 from indexer.source.walking import SourceFile, walk_repository  # noqa: E402
 from indexer.stores.sqlite import SqliteStore  # noqa: E402
@@ -369,7 +370,7 @@ def main() -> None:
     sample = sample_chunks()
     store = open_store(args.work, args.chunks, sample)
     embedders = {
-        b: load_embedder("all-MiniLM-L6-v2", backend=b)
+        b: Services(indexer=IndexerSettings(embed_backend=b)).embedder
         for b in {"torch"} | {c.embed_backend for c in configs}
     }
     vectors = SqliteEmbeddingCache(args.work / "vectors.db")

@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.bench_index_speed import build_repo  # noqa: E402
+from bot.services import Services  # noqa: E402
 from indexer.embedding.cache import SqliteEmbeddingCache  # noqa: E402
-from indexer.embedding.embedders import load_embedder  # noqa: E402
 from indexer.jobs.indexing import index_repository  # noqa: E402
 from indexer.settings import IndexerSettings  # noqa: E402
 from indexer.stores.opensearch.store import OpenSearchStore  # noqa: E402
@@ -59,7 +59,7 @@ def run(mode: str, repo: Path, work: Path, url: str, backend: str, memory: bool 
     )
     store = OpenSearchStore.from_settings(settings)
     try:
-        embedder = load_embedder(settings.embed_model, backend=backend)
+        embedder = Services(indexer=settings.model_copy(update={"embed_backend": backend})).embedder
         cache = SqliteEmbeddingCache(work / f"{mode}-{uuid.uuid4().hex[:6]}.db")
         target: Any = store if mode == "overlapped" else AtTheEnd(store)
         if memory:
@@ -89,7 +89,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         repo, lines = build_repo(work)
-        load_embedder(IndexerSettings().embed_model, backend=args.backend).embed(["warm up"])
+        Services(indexer=IndexerSettings(embed_backend=args.backend)).embedder.embed(["warm up"])
         for r in range(args.rounds):  # alternate which goes first
             for mode in modes if r % 2 == 0 else modes[::-1]:
                 seconds[mode].append(
