@@ -21,14 +21,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from indexer.embedding.embedders import (  # noqa: E402
+from indexer.embedding import (  # noqa: E402
+    OnnxEmbedder,
     SentenceTransformerEmbedder,
     cpu_has_bf16,
     embedding_text,
 )
-from indexer.embedding.onnx import OnnxEmbedder  # noqa: E402
-from indexer.source.chunking import chunk_file  # noqa: E402
-from indexer.source.walking import SourceFile, walk_repository  # noqa: E402
+from indexer.source import (  # noqa: E402
+    SourceFile,
+    chunk_file,
+    walk_repository,
+)
 
 SOURCE = Path(np.__file__).resolve().parent.parent / "rich"
 

@@ -22,13 +22,19 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from indexer.embedding.cache import SqliteEmbeddingCache  # noqa: E402
-from indexer.embedding.embedders import embedding_text, load_embedder  # noqa: E402
-from indexer.jobs.indexing import index_repository  # noqa: E402
+from indexer.embedding import (  # noqa: E402
+    SqliteEmbeddingCache,
+    embedding_text,
+    load_embedder,
+)
+from indexer.jobs import index_repository  # noqa: E402
 from indexer.models import Chunk, RepoState, SearchRequest  # noqa: E402
-from indexer.source.chunking import chunk_file  # noqa: E402
-from indexer.source.walking import SourceFile, walk_repository  # noqa: E402
-from indexer.stores.sqlite import SqliteStore  # noqa: E402
+from indexer.source import (  # noqa: E402
+    SourceFile,
+    chunk_file,
+    walk_repository,
+)
+from indexer.stores import SqliteStore  # noqa: E402
 
 SITE = Path(np.__file__).resolve().parent.parent
 

@@ -25,10 +25,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.bench_index import git, site_package  # noqa: E402
 from bot.services import Services  # noqa: E402
-from indexer.embedding.cache import SqliteEmbeddingCache  # noqa: E402
-from indexer.jobs.indexing import IndexReport, index_repository  # noqa: E402
+from indexer.embedding import SqliteEmbeddingCache  # noqa: E402
+from indexer.jobs import IndexReport, index_repository  # noqa: E402
 from indexer.settings import IndexerSettings  # noqa: E402
-from indexer.stores.sqlite import SqliteStore  # noqa: E402
+from indexer.stores import SqliteStore  # noqa: E402
 
 SOURCES = ("rich", "pydantic", "aiohttp")
 

@@ -51,9 +51,8 @@ import numpy as np
 
 from indexer.models import Chunk, RepoState, SearchRequest
 from indexer.settings import IndexerSettings
-from indexer.stores.contract import SearchBackend
-from indexer.stores.opensearch.store import OpenSearchStore
-from indexer.stores.sqlite import SqliteStore
+from indexer.stores import SearchBackend, SqliteStore
+from indexer.stores.opensearch import OpenSearchStore
 
 REPOS = 100
 FILTER_REPOS = 10

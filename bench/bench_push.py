@@ -90,11 +90,11 @@ def main() -> None:
 
 
 async def _bench(work: Path, fake: FakeGitHub, runs: int) -> list[float]:
-    from bot.chat.commands import Invoker, commands_for
-    from bot.server.app import create_app
+    from bot.chat import Invoker, commands_for
+    from bot.server import create_app
     from bot.services import Services
-    from indexer.jobs.worker import Worker, WorkerConfig
-    from indexer.search.searcher import Searcher
+    from indexer.jobs import Worker, WorkerConfig
+    from indexer.search import Searcher
 
     services = Services()
     cfg = services.indexer

@@ -41,24 +41,31 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from bench.bench_index import site_package, synthetic_store  # noqa: E402
-from bot.answer.pipeline import AnswerPipeline  # noqa: E402
-from bot.answer.rerank import CrossEncoderReranker, OnnxCrossEncoderReranker, Reranker  # noqa: E402
-from bot.answer.retrieval_cache import RetrievalCache  # noqa: E402
+from bot.answer import (  # noqa: E402
+    AnswerPipeline,
+    CrossEncoderReranker,
+    OnnxCrossEncoderReranker,
+    Reranker,
+    RetrievalCache,
+)
 from bot.services import Services  # noqa: E402
 from bot.settings import BotSettings  # noqa: E402
-from indexer.embedding.cache import SqliteEmbeddingCache  # noqa: E402
-from indexer.embedding.embedders import (  # noqa: E402
+from indexer.embedding import (  # noqa: E402
     Embedder,
+    SqliteEmbeddingCache,
     WrappedEmbedder,
     cache_key,
     embedding_text,
 )
 from indexer.models import Chunk  # noqa: E402
-from indexer.search.searcher import Searcher  # noqa: E402
+from indexer.search import Searcher  # noqa: E402
 from indexer.settings import IndexerSettings  # noqa: E402
-from indexer.source.chunking import chunk_file  # noqa: E402
-from indexer.source.walking import SourceFile, walk_repository  # noqa: E402
-from indexer.stores.sqlite import SqliteStore  # noqa: E402
+from indexer.source import (  # noqa: E402
+    SourceFile,
+    chunk_file,
+    walk_repository,
+)
+from indexer.stores import SqliteStore  # noqa: E402
 
 REPOS = 10
 DIM = 384

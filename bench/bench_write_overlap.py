@@ -32,10 +32,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.bench_index_speed import build_repo  # noqa: E402
 from bot.services import Services  # noqa: E402
-from indexer.embedding.cache import SqliteEmbeddingCache  # noqa: E402
-from indexer.jobs.indexing import index_repository  # noqa: E402
+from indexer.embedding import SqliteEmbeddingCache  # noqa: E402
+from indexer.jobs import index_repository  # noqa: E402
 from indexer.settings import IndexerSettings  # noqa: E402
-from indexer.stores.opensearch.store import OpenSearchStore  # noqa: E402
+from indexer.stores.opensearch import OpenSearchStore  # noqa: E402
 
 STREAMING = ("begin_changes", "write_chunks", "finish_changes")
 

@@ -15,20 +15,16 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import Engine
 
-from acl.settings import AclSettings
+from acl import AclSettings
 from bot.settings import BotSettings
 from indexer.errors import ConfigError
-from indexer.jobs.registry import Registry, open_engine
+from indexer.jobs import Registry, open_engine
 from indexer.settings import IndexerSettings
-from indexer.stores.contract import SearchBackend
+from indexer.stores import SearchBackend
 
 if TYPE_CHECKING:
-    from acl.github import GitHubClient
-    from acl.permissions import AccessResolver
-    from acl.store import AclStore
-    from bot.answer.asking import Asker
-    from bot.answer.pipeline import AnswerPipeline
-    from bot.answer.rerank import Reranker
+    from acl import AccessResolver, AclStore, GitHubClient
+    from bot.answer import AnswerPipeline, Asker, Reranker
     from indexer.embedding import Embedder, SqliteEmbeddingCache
     from indexer.search import Searcher
 
@@ -82,13 +78,13 @@ class Services:
     @cached_property
     def reranker(self) -> Reranker | None:
         """The configured cross-encoder, else the trained one in the data dir, else None."""
-        from bot.answer.rerank import load_reranker
+        from bot.answer import load_reranker
 
         return load_reranker(self.bot, self.indexer.data_path)
 
     def pipeline(self) -> AnswerPipeline:
         """The production answer pipeline: search, reranker and the configured language model."""
-        from bot.answer.pipeline import AnswerPipeline
+        from bot.answer import AnswerPipeline
 
         with self._lock:
             if self._pipeline is None:
@@ -98,27 +94,27 @@ class Services:
     @cached_property
     def asker(self) -> Asker:
         """The one Asker of the process: every adapter and the CLI answer through it."""
-        from bot.answer.asking import Asker
+        from bot.answer import Asker
 
         return Asker(self)
 
     @cached_property
     def acl_store(self) -> AclStore:
-        from acl.store import AclStore
+        from acl import AclStore
 
         return AclStore(self.acl.database_url)
 
     @cached_property
     def github(self) -> GitHubClient:
         """The GitHub API client; ConfigError when no credentials are configured."""
-        from acl.github import GitHubClient
+        from acl import GitHubClient
 
         return GitHubClient.from_settings(self.acl)
 
     @cached_property
     def resolver(self) -> AccessResolver:
         """(chat user, place) -> readable repositories; without GitHub: public ones only."""
-        from acl.permissions import AccessResolver
+        from acl import AccessResolver
 
         github = self.github if self.acl.github_configured else None
         return AccessResolver(self.acl_store, github, ttl_seconds=self.acl.permission_ttl_seconds)

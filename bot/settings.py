@@ -7,7 +7,8 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.answer.evidence import DEFAULT_COSINE_THRESHOLD
+# The least cosine similarity of the best source for an answer (bot.answer.evidence).
+DEFAULT_COSINE_THRESHOLD = 0.25
 
 
 class BotSettings(BaseSettings):

@@ -22,14 +22,12 @@ from eval.indexes import CHUNKERS, index_corpora, index_variant
 from eval.learned_rerank import learned_rerank_variant
 from eval.metrics import Question
 from eval.settings import EvalSettings
-from indexer.embedding.cache import SqliteEmbeddingCache
-from indexer.embedding.embedders import Embedder, WrappedEmbedder
+from indexer.embedding import Embedder, SqliteEmbeddingCache, WrappedEmbedder
 from indexer.errors import CodeaskError
 from indexer.models import SEARCH_LISTS, Hit
-from indexer.search.searcher import Searcher
+from indexer.search import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores.contract import SearchBackend
-from indexer.stores.sqlite import SqliteStore
+from indexer.stores import SearchBackend, SqliteStore
 
 HYBRID = SEARCH_LISTS
 BM25 = ("bm25",)
@@ -106,7 +104,7 @@ def _opensearch_store(eval_settings: EvalSettings) -> tuple[SearchBackend | None
     url = eval_settings.test_opensearch_url
     if not url:
         return None, "opensearch skipped: CODEASK_TEST_OPENSEARCH_URL is not set"
-    from indexer.stores.opensearch.store import OpenSearchStore
+    from indexer.stores.opensearch import OpenSearchStore
 
     settings = IndexerSettings(
         store="opensearch",

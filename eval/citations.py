@@ -31,15 +31,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bot.answer.citations import UNCITED_NOTE, UNVERIFIED_NOTE, check_citations
-from bot.answer.pipeline import AnswerPipeline
-from bot.answer.rerank import Reranker
-from bot.answer.result import Answer, Source
+from bot.answer import (
+    UNCITED_NOTE,
+    UNVERIFIED_NOTE,
+    Answer,
+    AnswerPipeline,
+    Reranker,
+    Source,
+    check_citations,
+)
 from bot.settings import BotSettings
 from eval.harness import latency_summary
 from eval.local_llm import MODEL_NAME, LocalLLM
 from eval.metrics import Question, Scored, Span, aggregate, gold_hit_by
-from indexer.search.searcher import Searcher
+from indexer.search import Searcher
 
 CITATIONS_SCHEMA_VERSION = 1
 CITATION_METRICS = (

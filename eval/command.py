@@ -25,11 +25,10 @@ from eval.harness import (
 from eval.indexes import index_corpora
 from eval.metrics import Question
 from eval.report import latency_line, table_caption, terminal_table, write_report
-from indexer.embedding import open_embedding_cache
-from indexer.embedding.embedders import Embedder
-from indexer.search.searcher import Searcher
+from indexer.embedding import Embedder, open_embedding_cache
+from indexer.search import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores.contract import SearchBackend
+from indexer.stores import SearchBackend
 
 if TYPE_CHECKING:
     from eval.citations import CitationRun

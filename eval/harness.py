@@ -24,8 +24,8 @@ from eval.metrics import (
 from eval.metrics import recall_curve as curve_of
 from indexer.errors import InvalidInput
 from indexer.models import SEARCH_LISTS, Hit
-from indexer.search.searcher import Searcher
-from indexer.stores.contract import SearchBackend
+from indexer.search import Searcher
+from indexer.stores import SearchBackend
 
 JSON_SCHEMA_VERSION = 1
 CANDIDATES = 50  # fused candidates per list, as the answer pipeline uses

@@ -13,14 +13,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from eval.naive_chunks import naive_chunks
-from indexer.embedding.embedders import Embedder, EmbeddingCache, embed_with_cache, embedding_text
-from indexer.jobs.indexing import IndexReport, ProgressFn, index_repository
+from indexer.embedding import Embedder, EmbeddingCache, embed_with_cache, embedding_text
+from indexer.jobs import IndexReport, ProgressFn, index_repository
 from indexer.models import Chunk, RepoState
-from indexer.source.chunking import chunk_file, split_lines
-from indexer.source.gitrepo import head_commit
-from indexer.source.languages import IMPORT_LINE
-from indexer.source.walking import SourceFile, walk_repository
-from indexer.stores.contract import SearchBackend
+from indexer.source import (
+    IMPORT_LINE,
+    SourceFile,
+    chunk_file,
+    head_commit,
+    split_lines,
+    walk_repository,
+)
+from indexer.stores import SearchBackend
 
 # (file, repo name, commit) -> chunks
 Chunker = Callable[[SourceFile, str, str], list[Chunk]]

@@ -19,7 +19,7 @@ from eval.metrics import Question
 from indexer.embedding import open_embedder
 from indexer.errors import InvalidInput
 from indexer.models import Hit
-from indexer.search.searcher import Searcher
+from indexer.search import Searcher
 from indexer.settings import IndexerSettings
 from indexer.stores import open_store
 
@@ -28,7 +28,7 @@ Say = Callable[[str], None]
 
 def learned_rerank(data_dir: Path) -> tuple[Rerank | None, str]:
     """A rerank function over the trained model under ``data_dir``, else a note why not."""
-    from bot.answer.rerank import CrossEncoderReranker, trained_reranker_path
+    from bot.answer import CrossEncoderReranker, trained_reranker_path
 
     path = trained_reranker_path(data_dir)
     if path is None:
@@ -82,8 +82,7 @@ def gate_trained_reranker(
     paths: Sequence[Path], settings: IndexerSettings, k: int = 10, say: Say | None = None
 ) -> dict[str, Any]:
     """Measure the trained reranker on the golden sets and record the verdict in its card."""
-    from bot.answer.model_card import GATE_MRR_GAIN, read_card, write_card
-    from bot.answer.rerank import trained_reranker_path
+    from bot.answer import GATE_MRR_GAIN, read_card, trained_reranker_path, write_card
 
     model_dir = trained_reranker_path(settings.data_path)
     if model_dir is None:
@@ -127,8 +126,7 @@ def learned_rerank_variant(data_dir: Path, configured: str) -> tuple[Rerank | No
     is off by default is not that, so it gets its own row and is measured anyway.
     ``configured`` is the ``rerank_model`` setting.
     """
-    from bot.answer.model_card import enabled_by_default
-    from bot.answer.rerank import trained_reranker_path
+    from bot.answer import enabled_by_default, trained_reranker_path
 
     path = trained_reranker_path(data_dir)
     if path is None:

@@ -40,7 +40,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.answer.result import NOT_FOUND_TEXT
+from bot.answer import NOT_FOUND_TEXT
 
 MODEL_NAME = "codeask-local"
 MAX_CITED = 3

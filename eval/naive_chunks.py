@@ -8,8 +8,7 @@ window of its own. Used by ``codeask eval --ablate`` only, never by the product.
 from __future__ import annotations
 
 from indexer.models import Chunk
-from indexer.source.chunking import split_lines
-from indexer.source.languages import kind_for
+from indexer.source import kind_for, split_lines
 
 WINDOW_CHARS = 1000
 

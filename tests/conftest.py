@@ -16,7 +16,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 @pytest.fixture(scope="session")
 def embedder():  # type: ignore[no-untyped-def]
     """The packaged all-MiniLM-L6-v2, loaded once for the whole run."""
-    from indexer.embedding.embedders import load_embedder
+    from indexer.embedding import load_embedder
 
     return load_embedder("all-MiniLM-L6-v2")
 

@@ -18,18 +18,17 @@ import aiohttp
 import pytest
 from aiohttp.test_utils import TestServer
 
-from acl.settings import AclSettings
-from bot.answer.asking import Asker
-from bot.answer.pipeline import AnswerPipeline
-from bot.server.app import create_app
+from acl import AclSettings
+from bot.answer import AnswerPipeline, Asker
+from bot.server import create_app
 from bot.services import Services
 from bot.settings import BotSettings
-from bot.slack.app import slack_mount
-from indexer.embedding.cache import SqliteEmbeddingCache
-from indexer.jobs.indexing import index_repository
-from indexer.search.searcher import Searcher
+from bot.slack import slack_mount
+from indexer.embedding import SqliteEmbeddingCache
+from indexer.jobs import index_repository
+from indexer.search import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores.sqlite import SqliteStore
+from indexer.stores import SqliteStore
 from tests.conftest import git
 from tests.fake_github import FakeGitHub, FakeGitHubServer
 from tests.fake_llm import FakeLLM, Reply

@@ -13,9 +13,8 @@ import pytest
 
 from indexer.models import Chunk, RepoState
 from indexer.settings import IndexerSettings
-from indexer.stores.contract import SearchBackend
-from indexer.stores.opensearch.store import OpenSearchStore
-from indexer.stores.sqlite import SqliteStore
+from indexer.stores import SearchBackend, SqliteStore
+from indexer.stores.opensearch import OpenSearchStore
 
 OPENSEARCH_URL = os.environ.get("CODEASK_TEST_OPENSEARCH_URL", "")
 needs_opensearch = [

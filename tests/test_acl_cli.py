@@ -11,15 +11,14 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from acl.settings import AclSettings
-from acl.store import AclStore
+from acl import AclSettings, AclStore
 from bot.cli.access import allowed_repo_set, parse_place
 from bot.cli.app import app
 from bot.services import Services
-from indexer.embedding.embedders import Embedder
+from indexer.embedding import Embedder
 from indexer.errors import InvalidInput
 from indexer.models import Chunk, RepoState
-from indexer.stores.sqlite import SqliteStore
+from indexer.stores import SqliteStore
 from tests.fake_github import FakeGitHub, FakeGitHubServer
 
 REPOS = {"acme/site": "public", "acme/api": "private", "acme/billing": "private"}

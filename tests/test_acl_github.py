@@ -9,7 +9,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from acl.github import GitHubClient
+from acl import GitHubClient
 from indexer.errors import ConfigError, UpstreamUnavailable
 from tests.fake_github import FakeGitHub, FakeGitHubServer
 

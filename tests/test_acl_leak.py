@@ -31,13 +31,10 @@ from hypothesis import strategies as st
 from sqlalchemy import delete
 from sqlmodel import Session
 
-from acl.github import GitHubClient
+from acl import AclSettings, AclStore, GitHubClient
 from acl.models import ChannelGrant, IdentityLink, PermissionCache, RepoOverride
 from acl.permissions import AccessResolver, Place, Principal, decide_access
-from acl.settings import AclSettings
-from acl.store import AclStore
-from bot.answer.asking import Asker, Question
-from bot.answer.pipeline import AnswerPipeline
+from bot.answer import AnswerPipeline, Asker, Question
 from bot.services import Services
 from bot.settings import BotSettings
 from bot.slack.app import NOT_HERE_TEXT, SlackBot
@@ -45,9 +42,9 @@ from bot.slack.render import answer_messages
 from bot.teams.render import answer_card
 from indexer.errors import UpstreamUnavailable
 from indexer.models import Chunk, RepoState
-from indexer.search.searcher import Searcher
+from indexer.search import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores.contract import SearchBackend
+from indexer.stores import SearchBackend
 from tests.fake_github import FakeGitHubServer
 from tests.store_backends import BACKENDS, open_backend
 

@@ -9,10 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from acl.linking import OAuthLinker
-from acl.permissions import Principal
-from acl.settings import AclSettings
-from acl.store import AclStore
+from acl import AclSettings, AclStore, OAuthLinker, Principal
 from indexer.errors import AccessDenied, ConfigError
 from tests.fake_github import FakeGitHub, FakeGitHubServer
 
@@ -171,8 +168,8 @@ async def test_oauth_callback_route_links_the_user_over_http(
     import aiohttp
     from aiohttp.test_utils import TestServer
 
-    from bot.chat.commands import Invoker, commands_for
-    from bot.server.app import create_app
+    from bot.chat import Invoker, commands_for
+    from bot.server import create_app
     from bot.services import Services
     from bot.settings import BotSettings
     from indexer.settings import IndexerSettings

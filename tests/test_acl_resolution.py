@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acl.github import GitHubClient
+from acl import AclStore, GitHubClient, handle_acl_webhook
 from acl.permissions import (
     REASON_CHANNEL,
     REASON_GITHUB_DOWN,
@@ -17,8 +17,6 @@ from acl.permissions import (
     Place,
     Principal,
 )
-from acl.store import AclStore
-from acl.webhooks import handle_acl_webhook
 from tests.fake_github import FakeGitHub, FakeGitHubServer
 
 REGISTERED = [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from acl.store import AclStore
+from acl import AclStore
 from acl.webhooks import handle_acl_webhook, previous_name, process_webhook, verify_signature
 from indexer.errors import AccessDenied, ConfigError, InvalidInput
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.answer import NOT_FOUND_TEXT, Source
 from bot.answer.citations import check_citations, parse_citations, strip_invalid
 from bot.answer.context import ContextEntry, build_context, merge_spans, signature, summary_line
 from bot.answer.evidence import EvidenceSignal, calibrate_threshold, is_weak
 from bot.answer.prompt import build_messages, render_sources
-from bot.answer.result import NOT_FOUND_TEXT, Source
 from indexer.models import Chunk, Hit
 
 
@@ -39,7 +39,7 @@ def test_links_encode_path_characters_that_mean_something_in_a_url() -> None:
 def test_terminal_snippets_number_lines_as_the_file_does() -> None:
     from rich.console import Console
 
-    from bot.answer.result import Answer
+    from bot.answer import Answer
     from bot.cli.terminal import print_sources
 
     # U+2028 and a form feed end a line for str.splitlines() but not for git or GitHub.

@@ -8,18 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from bot.answer.citations import UNCITED_NOTE, UNVERIFIED_NOTE
+from bot.answer import NOT_FOUND_TEXT, UNCITED_NOTE, UNVERIFIED_NOTE, AnswerPipeline, RetrievalCache
 from bot.answer.llm import LiteLLMClient
-from bot.answer.pipeline import AnswerPipeline
-from bot.answer.result import NOT_FOUND_TEXT
-from bot.answer.retrieval_cache import RetrievalCache
 from bot.settings import BotSettings
-from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.embedding import SqliteEmbeddingCache
 from indexer.errors import AccessDenied, InvalidInput, UpstreamUnavailable
-from indexer.jobs.indexing import index_repository
+from indexer.jobs import index_repository
 from indexer.models import Hit, SearchRequest
-from indexer.search.searcher import Searcher
-from indexer.stores.sqlite import SqliteStore
+from indexer.search import Searcher
+from indexer.stores import SqliteStore
 from tests.conftest import git
 from tests.fake_llm import FakeLLM, Reply, running_fake_llm
 

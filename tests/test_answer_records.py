@@ -6,9 +6,9 @@ from pathlib import Path
 
 from sqlalchemy import create_engine
 
-from acl.permissions import Place, Principal
+from acl import Place, Principal
+from bot.answer import Source
 from bot.answer.records import AnsweredQuestion, load_answer, parse_place, record_answer, seen_here
-from bot.answer.result import Source
 from indexer.models import Chunk
 
 ALICE = Principal("slack", "T1:UALICE")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from bot.answer.pipeline import AnswerPipeline
+from bot.answer import AnswerPipeline
 from bot.answer.rerank import (
     TINY_TOKENS,
     CrossEncoderReranker,
@@ -18,13 +18,12 @@ from bot.answer.rerank import (
     trained_reranker_path,
 )
 from bot.settings import BotSettings
-from indexer.embedding.cache import SqliteEmbeddingCache
-from indexer.embedding.embedders import cpu_has_bf16
+from indexer.embedding import SqliteEmbeddingCache, cpu_has_bf16
 from indexer.errors import ConfigError
-from indexer.jobs.indexing import index_repository
+from indexer.jobs import index_repository
 from indexer.models import Chunk, Hit
-from indexer.search.searcher import Searcher
-from indexer.stores.sqlite import SqliteStore
+from indexer.search import Searcher
+from indexer.stores import SqliteStore
 
 SOURCE = '''def parse_duration(text: str) -> int:
     """Turn a timeout string such as 5m, 90s or 2h into a number of seconds.

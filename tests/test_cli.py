@@ -104,7 +104,7 @@ def test_bad_names_counts_and_questions_are_clear_errors(tmp_path: Path) -> None
 
 
 def test_repository_names_from_urls() -> None:
-    from indexer.source.gitrepo import name_from_url
+    from indexer.source import name_from_url
 
     assert name_from_url("https://github.com/acme/shop.git") == "acme/shop"
     assert name_from_url("git@github.com:acme/my.shop.git") == "acme/my.shop"

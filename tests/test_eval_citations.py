@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from bot.answer import NOT_FOUND_TEXT, Answer, AnswerPipeline, Source
 from bot.answer.context import build_context
 from bot.answer.llm import LiteLLMClient
-from bot.answer.pipeline import AnswerPipeline
 from bot.answer.prompt import build_messages, correction_message
-from bot.answer.result import NOT_FOUND_TEXT, Answer, Source
 from bot.cli.app import app
 from bot.settings import BotSettings
 from eval.citations import (
@@ -33,11 +32,11 @@ from eval.indexes import index_corpora
 from eval.local_llm import LocalLLM, answer_for, parse_prompt, running_local_llm
 from eval.metrics import GoldPlace, Question
 from eval.report import markdown_report
-from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.embedding import SqliteEmbeddingCache
 from indexer.models import Chunk, Hit
-from indexer.search.searcher import Searcher
+from indexer.search import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores.sqlite import SqliteStore
+from indexer.stores import SqliteStore
 from tests.fake_llm import FakeLLM, Reply, running_fake_llm
 from tests.test_eval_harness import FILES  # the same tiny repository
 

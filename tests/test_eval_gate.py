@@ -20,10 +20,10 @@ from eval.goldens import GOLDEN_DIR, load_many, source_roots
 from eval.harness import RunResult, evaluate, searcher_ranker
 from eval.indexes import index_corpora
 from eval.settings import EvalSettings
-from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.embedding import SqliteEmbeddingCache
 from indexer.errors import UpstreamUnavailable
-from indexer.search.searcher import Searcher
-from indexer.stores.sqlite import SqliteStore
+from indexer.search import Searcher
+from indexer.stores import SqliteStore
 
 
 @dataclass

@@ -20,11 +20,11 @@ from eval.naive_chunks import naive_chunks, window_ranges
 from eval.regold import relocate
 from eval.report import write_report
 from eval.svgchart import recall_chart
-from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.embedding import SqliteEmbeddingCache
 from indexer.errors import InvalidInput
-from indexer.search.searcher import Searcher
+from indexer.search import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores.sqlite import SqliteStore
+from indexer.stores import SqliteStore
 
 FILES = {
     "billing/invoice.py": (

@@ -10,15 +10,14 @@ import httpx
 import pytest
 from aiohttp import web
 
-from bot.chat.commands import Invoker, commands_for
-from bot.server.app import create_app
+from bot.chat import Invoker, commands_for
+from bot.server import create_app
 from bot.services import Services
-from indexer.embedding import open_embedding_cache
-from indexer.embedding.embedders import Embedder
+from indexer.embedding import Embedder, open_embedding_cache
+from indexer.jobs import Worker, WorkerConfig
 from indexer.jobs import queue as jobs
 from indexer.jobs.registry import REPO_READY, IndexRun
-from indexer.jobs.worker import Worker, WorkerConfig
-from indexer.search.searcher import Searcher
+from indexer.search import Searcher
 from tests.freshness_env import (
     REPO,
     GitHubWorld,
@@ -239,7 +238,7 @@ def test_remove_deletes_every_chunk_and_its_jobs(
 def test_reconcile_catches_a_missed_push(
     world: GitHubWorld, services: Services, embedder: Embedder
 ) -> None:
-    from bot.server.app import run_reconcile
+    from bot.server import run_reconcile
 
     assert not commands_for(services).run(ADMIN, f"repo add {REPO}").error
     worker = make_worker(services, embedder)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from indexer.source.gitrepo import clone_or_update
+from indexer.source import clone_or_update
 from tests.conftest import git
 
 

@@ -17,13 +17,13 @@ from urllib.parse import quote, urlencode
 import pytest
 from aiohttp.test_utils import TestServer
 
-from acl.settings import AclSettings
-from bot.answer.asking import Asker
-from bot.server.app import create_app
+from acl import AclSettings
+from bot.answer import Asker
+from bot.server import create_app
 from bot.services import Services
 from bot.settings import BotSettings
-from bot.slack.app import slack_mount
-from bot.teams.endpoint import mount_teams
+from bot.slack import slack_mount
+from bot.teams import mount_teams
 from indexer.settings import IndexerSettings
 from tests.fake_slack import FakeSlack
 from tests.fake_teams import FakeBotConnector

@@ -14,13 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.embedding.cache import SqliteEmbeddingCache
-from indexer.embedding.embedders import Embedder, WrappedEmbedder
-from indexer.jobs.indexing import index_repository
+from indexer.embedding import Embedder, SqliteEmbeddingCache, WrappedEmbedder
+from indexer.jobs import index_repository
 from indexer.models import Chunk, RepoState
-from indexer.search.searcher import Searcher
-from indexer.stores.contract import StreamingWrites
-from indexer.stores.sqlite import SqliteStore
+from indexer.search import Searcher
+from indexer.stores import SqliteStore, StreamingWrites
 from tests.conftest import git
 
 SHOP = {
@@ -323,7 +321,7 @@ def test_vectors_stay_with_their_chunks_across_embedding_groups(
         store.knn(np.ones(embedder.dimension, np.float32), frozenset({"acme/shop"}), 1000)
     )
     assert len(chunks) == report.chunks
-    from indexer.embedding.embedders import embedding_text
+    from indexer.embedding import embedding_text
 
     for chunk in chunks:  # each chunk's own embedded text finds that chunk first
         vector = embedder.embed([embedding_text(chunk)])[0]

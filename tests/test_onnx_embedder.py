@@ -7,13 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.embedding import open_embedder
-from indexer.embedding.embedders import (
+from indexer.embedding import (
     Embedder,
+    OnnxEmbedder,
     SentenceTransformerEmbedder,
     cpu_has_bf16,
+    open_embedder,
 )
-from indexer.embedding.onnx import OnnxEmbedder
 from indexer.errors import ConfigError
 from indexer.settings import IndexerSettings
 

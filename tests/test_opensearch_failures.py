@@ -15,14 +15,13 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.embedding import SqliteEmbeddingCache
 from indexer.errors import ConfigError, StoreUnavailable
-from indexer.jobs.indexing import index_repository
+from indexer.jobs import index_repository
 from indexer.models import SearchRequest
+from indexer.stores import SqliteStore
+from indexer.stores.opensearch import OpenSearchStore, migrate
 from indexer.stores.opensearch.mapping import CONCURRENT_SEARCH_SETTING
-from indexer.stores.opensearch.migrate import migrate
-from indexer.stores.opensearch.store import OpenSearchStore
-from indexer.stores.sqlite import SqliteStore
 from tests.conftest import git
 from tests.store_backends import (
     OPENSEARCH_URL,

@@ -19,10 +19,9 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from rich.console import Console
 
-from acl.permissions import Place, Principal
-from bot.answer.asking import Question
-from bot.answer.result import Answer, Source
-from bot.chat.links import answer_links, defang, inert, strip_controls
+from acl import Place, Principal
+from bot.answer import Answer, Question, Source
+from bot.chat import answer_links, defang, inert, strip_controls
 from bot.cli.terminal import ask_in_terminal
 from bot.services import Services
 from bot.settings import BotSettings

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acl.permissions import Place, Principal
-from acl.settings import AclSettings
+from acl import AclSettings, Place, Principal
 from bot.answer.asking import ACCESS_DOWN_TEXT, NO_REPOS_TEXT, STORE_DOWN_TEXT, Asker, Question
 from bot.services import Services
 from bot.settings import BotSettings

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from bot.slack.render import ACTION_WRONG
-from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.embedding import SqliteEmbeddingCache
+from indexer.jobs import Worker, WorkerConfig
 from indexer.jobs import queue as jobs
-from indexer.jobs.worker import Worker, WorkerConfig
 from tests import slack_world
 from tests.fake_llm import Reply
 from tests.fake_slack import Call

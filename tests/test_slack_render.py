@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acl.permissions import REASON_CHANNEL
-from bot.answer.result import Answer, Source
+from bot.answer import Answer, Source
 from bot.slack.home import HomeData, RepoFreshness, home_view
 from bot.slack.render import (
     ACTION_HELPFUL,

@@ -15,14 +15,14 @@ import pytest
 from aiohttp.test_utils import TestServer
 from sqlmodel import Session, select
 
-from acl.settings import AclSettings
-from bot.answer.asking import Asker
-from bot.chat.deliveries import claim_delivery
-from bot.server.app import create_app
+from acl import AclSettings
+from bot.answer import Asker
+from bot.chat import claim_delivery
+from bot.server import create_app
 from bot.services import Services
 from bot.settings import BotSettings
 from bot.slack.app import SIGNATURE_RETENTION, slack_mount
-from indexer.jobs.registry import WebhookDelivery, open_engine, utcnow
+from indexer.jobs import WebhookDelivery, open_engine, utcnow
 from indexer.settings import IndexerSettings
 from tests.fake_slack import FakeSlack
 from tests.slack_world import SIGNING_SECRET, sign, slash_command

@@ -15,10 +15,10 @@ import pytest
 
 from indexer.errors import IndexingError
 from indexer.models import Chunk, RepoState, SearchRequest
-from indexer.stores.contract import SearchBackend, StreamingWrites
+from indexer.stores import SearchBackend, StreamingWrites
+from indexer.stores.opensearch import OpenSearchStore
 from indexer.stores.opensearch.documents import search_bodies, visible_filter
 from indexer.stores.opensearch.mapping import SCHEMA_VERSION, chunk_index_body, in_place_upgrade
-from indexer.stores.opensearch.store import OpenSearchStore
 from tests.store_backends import (
     BACKENDS,
     chunk,

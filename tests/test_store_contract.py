@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.embedding import SqliteEmbeddingCache
 from indexer.errors import ConfigError
-from indexer.jobs.indexing import index_repository
+from indexer.jobs import index_repository
 from indexer.models import SearchRequest
-from indexer.search.searcher import Searcher
-from indexer.stores.contract import SearchBackend
+from indexer.search import Searcher
+from indexer.stores import SearchBackend
 from tests.conftest import git
 from tests.store_backends import BACKENDS, chunk, open_backend, random_vectors, state
 

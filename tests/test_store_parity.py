@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from indexer.embedding.cache import SqliteEmbeddingCache
-from indexer.jobs.indexing import index_repository
+from indexer.embedding import SqliteEmbeddingCache
+from indexer.jobs import index_repository
 from indexer.models import Hit
-from indexer.search.searcher import Searcher
-from indexer.stores.sqlite import SqliteStore
+from indexer.search import Searcher
+from indexer.stores import SqliteStore
 from tests.store_backends import open_opensearch, opensearch_test
 
 FILES = {

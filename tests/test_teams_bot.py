@@ -15,24 +15,21 @@ import pytest
 from aiohttp.test_utils import TestServer
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from acl import AclSettings
 from acl.permissions import REASON_CHANNEL
-from acl.settings import AclSettings
-from bot.answer.asking import Asker
+from bot.answer import NOT_FOUND_TEXT, AnswerPipeline, Asker
 from bot.answer.llm import LiteLLMClient
-from bot.answer.pipeline import AnswerPipeline
-from bot.answer.result import NOT_FOUND_TEXT
 from bot.chat.feedback import feedback_for
-from bot.server.app import create_app
+from bot.server import create_app
 from bot.services import Services
 from bot.settings import BotSettings
 from bot.teams.endpoint import TEAMS, mount_teams
 from bot.teams.turns import SENT_PRIVATELY, WELCOME
-from indexer.embedding.cache import SqliteEmbeddingCache
-from indexer.jobs.indexing import index_repository
-from indexer.jobs.registry import Repo
-from indexer.search.searcher import Searcher
+from indexer.embedding import SqliteEmbeddingCache
+from indexer.jobs import Repo, index_repository
+from indexer.search import Searcher
 from indexer.settings import IndexerSettings
-from indexer.stores.sqlite import SqliteStore
+from indexer.stores import SqliteStore
 from tests.conftest import git
 from tests.fake_github import FakeGitHub, FakeGitHubServer
 from tests.fake_llm import FakeLLM, Reply, running_fake_llm

@@ -7,8 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.answer.result import Answer, Source
-from bot.chat.commands import CommandResult
+from bot.answer import Answer, Source
+from bot.chat import CommandResult
 from bot.chat.feedback import VERDICTS
 from bot.teams.render import (
     CARD_BUDGET,

@@ -10,10 +10,10 @@ import pytest
 from bot.training.leakage import load_golden
 from bot.training.mining import add_hard_negatives, mine_repo, quotes
 from bot.training.pairs import VALIDATION, Target, TrainingPair, read_pairs, write_pairs
-from indexer.embedding.cache import SqliteEmbeddingCache
-from indexer.jobs.indexing import index_repository
-from indexer.search.searcher import Searcher
-from indexer.stores.sqlite import SqliteStore
+from indexer.embedding import SqliteEmbeddingCache
+from indexer.jobs import index_repository
+from indexer.search import Searcher
+from indexer.stores import SqliteStore
 from tests.conftest import git
 
 REPO = "acme/jobs"

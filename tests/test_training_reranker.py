@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.answer.model_card import read_card, write_card
-from bot.answer.rerank import CrossEncoderReranker, load_reranker
+from bot.answer import CrossEncoderReranker, load_reranker, read_card, write_card
 from bot.settings import BotSettings
 from bot.training.pairs import TRAIN, VALIDATION, Target, TrainingPair
 from bot.training.train import CHECKPOINT_SUBDIR, TrainConfig, train_reranker

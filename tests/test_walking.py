@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.source.walking import Skipped, SourceFile, git_blob_sha, walk_repository
+from indexer.source import Skipped, SourceFile, git_blob_sha, walk_repository
 from tests.conftest import git
 
 
@@ -124,7 +124,7 @@ def test_scripts_without_an_extension_are_indexed_by_their_shebang(
 def test_utf16_files_with_a_byte_order_mark_are_text_not_binary(
     make_repo: Callable[[dict[str, str]], Path],
 ) -> None:
-    from indexer.source.chunking import chunk_file
+    from indexer.source import chunk_file
 
     root = make_repo({"src/app.py": "def main():\n    return 1\n"})
     source = (

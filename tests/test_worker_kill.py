@@ -14,14 +14,13 @@ import numpy as np
 import pytest
 from sqlmodel import Session, select
 
-from bot.chat.commands import Invoker, commands_for
+from bot.chat import Invoker, commands_for
 from bot.services import Services
-from indexer.embedding import open_embedding_cache
-from indexer.embedding.embedders import Embedder, WrappedEmbedder
+from indexer.embedding import Embedder, WrappedEmbedder, open_embedding_cache
+from indexer.jobs import Worker, WorkerConfig
 from indexer.jobs import queue as jobs
 from indexer.jobs.registry import DONE, IndexRun, Job
-from indexer.jobs.worker import Worker, WorkerConfig
-from indexer.search.searcher import Searcher
+from indexer.search import Searcher
 from tests.conftest import DATABASES, PG_URL
 from tests.freshness_env import REPO, GitHubWorld, configure, duplicate_chunks, github_world
 

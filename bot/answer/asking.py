@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy.engine import Engine
 
-from acl.permissions import Access, AccessResolver, Place, Principal
+from acl import Access, AccessResolver, Place, Principal
 from bot.answer.records import AnsweredQuestion, load_answer, record_answer
 from bot.answer.result import Answer, Source, source_list
 from indexer.errors import AccessDenied, CodeaskError, InvalidInput, StoreUnavailable
 from indexer.stores import SearchBackend
 
 if TYPE_CHECKING:
-    from acl.store import AclStore
+    from acl import AclStore
     from bot.answer.pipeline import AnswerPipeline
 
 log = logging.getLogger(__name__)

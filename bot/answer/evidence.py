@@ -33,9 +33,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from bot.settings import DEFAULT_COSINE_THRESHOLD
 from indexer.models import Hit
 
-DEFAULT_COSINE_THRESHOLD = 0.25
 LEXICAL_MARGIN = 0.05
 LEXICAL_TOP = 10
 COSINE_SOURCES = 3  # how many top sources are embedded to find the best cosine

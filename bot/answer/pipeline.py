@@ -37,8 +37,8 @@ from bot.answer.retrieval_cache import Retrieval, RetrievalCache, cache_key, ind
 from bot.settings import BotSettings
 from indexer.errors import InvalidInput, UpstreamUnavailable
 from indexer.models import Chunk
-from indexer.search.searcher import Searcher
-from indexer.stores.contract import assert_allowed
+from indexer.search import Searcher
+from indexer.stores import assert_allowed
 
 CLOSEST_PLACES = 3
 

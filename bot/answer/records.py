@@ -20,7 +20,7 @@ from sqlalchemy import Column, Text, delete
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col
 
-from acl.permissions import Place, Principal
+from acl import Place, Principal
 from bot.answer.result import Source
 from indexer.models import Chunk
 

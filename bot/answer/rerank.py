@@ -12,7 +12,7 @@ import numpy as np
 
 from bot.answer.model_card import enabled_by_default
 from bot.settings import BotSettings
-from indexer.embedding.onnx import BatchWorkers, cpu_session, ensure_onnx_model, length_batches
+from indexer.embedding import BatchWorkers, cpu_session, ensure_onnx_model, length_batches
 from indexer.errors import ConfigError
 from indexer.models import Chunk, Hit
 
@@ -78,7 +78,7 @@ class CrossEncoderReranker:
     ) -> None:
         from sentence_transformers import CrossEncoder
 
-        from indexer.embedding.embedders import require_bf16
+        from indexer.embedding import require_bf16
 
         if bfloat16:
             require_bf16("CODEASK_RERANK_BACKEND")

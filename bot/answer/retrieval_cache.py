@@ -15,7 +15,7 @@ from threading import Lock
 from bot.answer.evidence import EvidenceSignal
 from bot.answer.result import Candidate
 from indexer.models import Hit
-from indexer.stores.contract import SearchBackend
+from indexer.stores import SearchBackend
 
 CacheKey = tuple[str, tuple[str, ...], str, str]
 

@@ -1,1 +1,67 @@
-"""bot/chat"""
+"""Platform-free parts every chat adapter shares: admin commands, feedback, the link policy,
+request checks, replay claims and the HTTP plumbing."""
+
+from __future__ import annotations
+
+from bot.chat.commands import (
+    CommandResult,
+    Commands,
+    Invoker,
+    command_context,
+    commands_for,
+    is_admin,
+)
+from bot.chat.deliveries import claim_delivery, forget_delivery
+from bot.chat.feedback import record_feedback
+from bot.chat.links import (
+    APP_TEXT,
+    NO_LINKS,
+    URL,
+    LinkPolicy,
+    answer_links,
+    defang,
+    inert,
+    split_url,
+    strip_controls,
+)
+from bot.chat.request_checks import (
+    SLACK_MAX_AGE_SECONDS,
+    BadRequest,
+    decode_utf8,
+    parse_json_object,
+    slack_body,
+    verify_slack_signature,
+)
+from bot.chat.web import SERVICES, Mount, bad_request, error_response, read_body
+
+__all__ = [
+    "APP_TEXT",
+    "NO_LINKS",
+    "SERVICES",
+    "SLACK_MAX_AGE_SECONDS",
+    "URL",
+    "BadRequest",
+    "CommandResult",
+    "Commands",
+    "Invoker",
+    "LinkPolicy",
+    "Mount",
+    "answer_links",
+    "bad_request",
+    "claim_delivery",
+    "command_context",
+    "commands_for",
+    "decode_utf8",
+    "defang",
+    "error_response",
+    "forget_delivery",
+    "inert",
+    "is_admin",
+    "parse_json_object",
+    "read_body",
+    "record_feedback",
+    "slack_body",
+    "split_url",
+    "strip_controls",
+    "verify_slack_signature",
+]

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from indexer.errors import AccessDenied, CodeaskError, ConfigError, InvalidInput
-from indexer.jobs import queue as jobs
-from indexer.jobs.registry import (
+from indexer.jobs import (
     KIND_DELETE,
     KIND_FULL,
     KIND_INDEX,
@@ -28,7 +27,8 @@ from indexer.jobs.registry import (
     age_text,
     check_repo_name,
 )
-from indexer.source.gitrepo import remote_head
+from indexer.jobs import queue as jobs
+from indexer.source import remote_head
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -434,15 +434,13 @@ def command_context(services: Services) -> CommandContext:
     linking = bool(services.acl.github_oauth_client_id)
 
     def link_url(invoker: Invoker) -> str:
-        from acl.linking import OAuthLinker
-        from acl.permissions import Principal
+        from acl import OAuthLinker, Principal
 
         linker = OAuthLinker(services.acl, services.acl_store)
         return linker.start(Principal(invoker.platform, invoker.user_id))
 
     def link_confirm(invoker: Invoker, code: str) -> str:
-        from acl.linking import OAuthLinker
-        from acl.permissions import Principal
+        from acl import OAuthLinker, Principal
 
         linker = OAuthLinker(services.acl, services.acl_store)
         return linker.confirm(Principal(invoker.platform, invoker.user_id), code).github_login

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
-from indexer.jobs.registry import WebhookDelivery, utcnow, write_session
+from indexer.jobs import WebhookDelivery, utcnow, write_session
 
 # GitHub lets an admin redeliver a delivery of the last three days; keep claims longer.
 DELIVERY_RETENTION = timedelta(days=7)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from bot.answer.result import Source
+from bot.answer import Source
 
 # A URL as a chat client's or a terminal's link detection would find it: a scheme with
 # "://", or a host that starts with "www.". Quotes, backticks, "|" and angle brackets end

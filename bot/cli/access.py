@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from acl.permissions import GitHubIdentity, Place, Principal
-from bot.answer.asking import registered_repos
+from acl import GitHubIdentity, Place, Principal
+from bot.answer import registered_repos
 from bot.services import Services
 from indexer.errors import ConfigError, InvalidInput
 

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from bot.cli.serve import register as register_service_commands
 from bot.services import Services
-from bot.training.commands import train_app
+from bot.training import train_app
 from indexer.errors import CodeaskError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ask questions about code.")
@@ -33,9 +33,8 @@ def index(
 ) -> None:
     """Index a repository (only files that changed since the last run)."""
     from indexer.errors import IndexingError
-    from indexer.jobs.indexing import index_repository
-    from indexer.jobs.registry import check_repo_name
-    from indexer.source.gitrepo import clone_or_update, is_remote_url, name_from_url, repo_name_for
+    from indexer.jobs import check_repo_name, index_repository
+    from indexer.source import clone_or_update, is_remote_url, name_from_url, repo_name_for
 
     services = Services()
     settings = services.indexer
@@ -164,8 +163,7 @@ def ask(
     place: Annotated[str | None, typer.Option(help=PLACE_HELP)] = None,
 ) -> None:
     """Answer a question from the indexed code, with citations."""
-    from bot.answer.asking import Question
-    from bot.answer.pipeline import check_question
+    from bot.answer import Question, check_question
     from bot.cli.access import cli_principal, notify_unindexed, parse_place
     from bot.cli.terminal import ask_in_terminal
 
@@ -226,8 +224,7 @@ def migrate_index(
     ] = False,
 ) -> None:
     """OpenSearch: build the next index version for this configuration and move the alias."""
-    from indexer.stores.opensearch.migrate import migrate
-    from indexer.stores.opensearch.store import OpenSearchStore
+    from indexer.stores.opensearch import OpenSearchStore, migrate
 
     services = Services()
     settings = services.indexer
@@ -285,8 +282,7 @@ def link(
     user: Annotated[str, typer.Option(help="Chat user id (Slack TEAM:USER, Teams AAD id)")],
 ) -> None:
     """Print the one-time GitHub sign-in URL that links this chat user to their account."""
-    from acl.linking import OAuthLinker
-    from acl.permissions import Principal
+    from acl import OAuthLinker, Principal
 
     services = Services()
     try:

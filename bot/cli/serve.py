@@ -25,11 +25,11 @@ def _logging() -> None:
 
 def serve() -> None:
     """Run the Slack, Teams and GitHub webhook endpoints (never indexes; see `worker`)."""
-    from bot.chat.web import Mount
-    from bot.server.app import run
+    from bot.chat import Mount
+    from bot.server import run
     from bot.services import Services
-    from bot.slack.app import slack_mount
-    from bot.teams.endpoint import mount_teams
+    from bot.slack import slack_mount
+    from bot.teams import mount_teams
 
     _logging()
     services = Services()
@@ -45,7 +45,7 @@ def worker(
 ) -> None:
     """Take indexing jobs from the queue until stopped (several workers may run at once)."""
     from bot.services import Services
-    from indexer.jobs.worker import Worker, WorkerConfig
+    from indexer.jobs import Worker, WorkerConfig
 
     _logging()
     services = Services()
@@ -75,7 +75,7 @@ def worker(
 
 def reconcile() -> None:
     """Queue an index job for every repo whose branch moved without a webhook (for a CronJob)."""
-    from bot.server.app import run_reconcile
+    from bot.server import run_reconcile
     from bot.services import Services
 
     _logging()
@@ -90,7 +90,7 @@ def reconcile() -> None:
 
 def repo(ctx: typer.Context) -> None:
     """Repository admin: add|list|remove|reindex|status (same as the chat commands)."""
-    from bot.chat.commands import Invoker, commands_for
+    from bot.chat import Invoker, commands_for
     from bot.services import Services
 
     args = list(ctx.args)

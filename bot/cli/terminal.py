@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from bot.answer.asking import Asker, Question
-from bot.answer.result import Answer
-from bot.chat.links import NO_LINKS, answer_links, defang, strip_controls
+from bot.answer import Answer, Asker, Question
+from bot.chat import NO_LINKS, answer_links, defang, strip_controls
 
 SNIPPET_LINES = 12
 

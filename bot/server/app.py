@@ -30,14 +30,21 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from acl.webhooks import handle_acl_webhook
-from bot.chat.deliveries import claim_delivery, forget_delivery
-from bot.chat.request_checks import BadRequest, parse_json_object
-from bot.chat.web import SERVICES, Mount, bad_request, error_response
+from acl import handle_acl_webhook
+from bot.chat import (
+    SERVICES,
+    BadRequest,
+    Mount,
+    bad_request,
+    claim_delivery,
+    error_response,
+    forget_delivery,
+    parse_json_object,
+)
 from bot.server.github_events import apply_event, registered_name
 from bot.services import Services
 from indexer.errors import AccessDenied, CodeaskError, ConfigError
-from indexer.jobs.reconcile import git_heads, reconcile
+from indexer.jobs import git_heads, reconcile
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +117,7 @@ async def readyz(request: web.Request) -> web.Response:
 
 async def github_webhook(request: web.Request) -> web.Response:
     """Verify, de-duplicate and apply one GitHub delivery; answers before any indexing."""
-    from acl.webhooks import verify_signature
+    from acl import verify_signature
 
     services = request.app[SERVICES]
     body = await request.read()
@@ -155,7 +162,7 @@ async def github_webhook(request: web.Request) -> web.Response:
 
 async def github_oauth_callback(request: web.Request) -> web.Response:
     """Finish ``codeask link``: GitHub redirects here with the one-time state and a code."""
-    from acl.linking import OAuthLinker, PendingConfirmation
+    from acl import OAuthLinker, PendingConfirmation
 
     services = request.app[SERVICES]
     if not (services.acl.github_oauth_client_id and services.acl.github_oauth_client_secret):

@@ -14,9 +14,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from acl.webhooks import previous_name
-from indexer.jobs import queue as jobs
-from indexer.jobs.registry import (
+from acl import previous_name
+from indexer.jobs import (
     KIND_DELETE,
     KIND_FULL,
     KIND_INDEX,
@@ -29,6 +28,7 @@ from indexer.jobs.registry import (
     utcnow,
     write_session,
 )
+from indexer.jobs import queue as jobs
 
 log = logging.getLogger(__name__)
 

@@ -25,20 +25,26 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from acl.permissions import Place, Principal
-from bot.answer.asking import Asker, History, Question
-from bot.answer.records import AnsweredQuestion, seen_here
-from bot.chat.commands import CommandResult, Commands, Invoker, command_context, is_admin
-from bot.chat.deliveries import claim_delivery
-from bot.chat.feedback import record_feedback
-from bot.chat.request_checks import (
+from acl import Place, Principal
+from bot.answer import AnsweredQuestion, Asker, History, Question, seen_here
+from bot.chat import (
+    SERVICES,
     SLACK_MAX_AGE_SECONDS,
     BadRequest,
+    CommandResult,
+    Commands,
+    Invoker,
+    Mount,
+    bad_request,
+    claim_delivery,
+    command_context,
     decode_utf8,
+    is_admin,
+    read_body,
+    record_feedback,
     slack_body,
     verify_slack_signature,
 )
-from bot.chat.web import SERVICES, Mount, bad_request, read_body
 from bot.services import Services
 from bot.slack.home import gather_home, home_view
 from bot.slack.render import (

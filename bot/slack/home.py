@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from acl.permissions import Place, Principal
-from bot.answer.asking import Asker
+from acl import Place, Principal
+from bot.answer import Asker
 from bot.services import Services
 from bot.slack.render import escape
+from indexer.jobs import REPO_ERROR, age_text
 from indexer.jobs import queue as jobs
-from indexer.jobs.registry import REPO_ERROR, age_text
 
 MAX_REPO_LINES = 40  # a Home view holds 100 blocks; long lists are summarised
 

@@ -17,17 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from bot.answer.result import Answer, Source
-from bot.chat.links import (
-    APP_TEXT,
-    NO_LINKS,
-    URL,
-    LinkPolicy,
-    answer_links,
-    defang,
-    inert,
-    split_url,
-)
+from bot.answer import Answer, Source
+from bot.chat import APP_TEXT, NO_LINKS, URL, LinkPolicy, answer_links, defang, inert, split_url
 
 Block = dict[str, Any]
 

@@ -9,7 +9,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.answer.asking import History
+from bot.answer import History
 from bot.slack.render import SEARCHING_TEXT, WRITING_TEXT
 
 log = logging.getLogger(__name__)

@@ -19,8 +19,7 @@ from botbuilder.core import InvokeResponse, TurnContext
 from botbuilder.integration.aiohttp import CloudAdapter
 from botbuilder.schema import Activity, ActivityTypes
 
-from bot.chat.request_checks import BadRequest, parse_json_object
-from bot.chat.web import SERVICES, bad_request, read_body
+from bot.chat import SERVICES, BadRequest, bad_request, parse_json_object, read_body
 from bot.services import Services
 from bot.teams.auth import bot_framework_authentication
 from bot.teams.render import text_card
@@ -28,7 +27,7 @@ from bot.teams.turns import CodeaskTeamsHandler, card_message
 from indexer.errors import ConfigError
 
 if TYPE_CHECKING:
-    from bot.answer.asking import Asker
+    from bot.answer import Asker
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,17 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot.answer.result import GITHUB_WEB, Answer, Source
-from bot.chat.commands import CommandResult
-from bot.chat.links import NO_LINKS, URL, LinkPolicy, answer_links, defang, inert, split_url
+from bot.answer import GITHUB_WEB, Answer, Source
+from bot.chat import (
+    NO_LINKS,
+    URL,
+    CommandResult,
+    LinkPolicy,
+    answer_links,
+    defang,
+    inert,
+    split_url,
+)
 
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"

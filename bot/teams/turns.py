@@ -25,10 +25,9 @@ from botbuilder.schema import (
     ConversationParameters,
 )
 
-from acl.permissions import Place, Principal
-from bot.answer.records import seen_here
-from bot.chat.commands import CommandResult, Commands, Invoker, command_context
-from bot.chat.feedback import record_feedback
+from acl import Place, Principal
+from bot.answer import seen_here
+from bot.chat import CommandResult, Commands, Invoker, command_context, record_feedback
 from bot.teams.render import (
     CARD_CONTENT_TYPE,
     Card,
@@ -41,7 +40,7 @@ from bot.teams.render import (
 )
 
 if TYPE_CHECKING:
-    from bot.answer.asking import Asker
+    from bot.answer import Asker
     from bot.services import Services
 
 log = logging.getLogger(__name__)
@@ -182,7 +181,7 @@ class CodeaskTeamsHandler(ActivityHandler):
     # --- questions ----------------------------------------------------------------------
 
     async def _question(self, turn_context: TurnContext, text: str) -> None:
-        from bot.answer.asking import Question
+        from bot.answer import Question
 
         activity = turn_context.activity
         place = place_of(activity)

@@ -54,7 +54,7 @@ def mine(
     from bot.training.mining import mine_repo
     from bot.training.pairs import write_pairs
     from indexer.embedding import open_embedder
-    from indexer.search.searcher import Searcher
+    from indexer.search import Searcher
     from indexer.stores import open_store
 
     settings = IndexerSettings()

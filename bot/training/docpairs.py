@@ -13,7 +13,7 @@ import keyword
 import re
 from collections.abc import Sequence
 
-from bot.answer.rerank import pair_text
+from bot.answer import pair_text
 from bot.training.history import target_of
 from bot.training.pairs import TrainingPair
 from indexer.models import Chunk

@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.answer.rerank import pair_text
+from bot.answer import pair_text
 from bot.training.pairs import Target, TrainingPair
 from bot.training.snapshot import file_chunks_at
 from indexer.models import Chunk
-from indexer.source.gitrepo import run_git
+from indexer.source import run_git
 
 MAX_FUNCTIONS = 8
 MIN_WORDS = 3

@@ -13,16 +13,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.answer.rerank import pair_text
+from bot.answer import pair_text
 from bot.training.docpairs import docs_pairs, docstring_pairs, without_doc_comment
 from bot.training.history import HistoryStats, commit_pairs, target_of
 from bot.training.leakage import Golden, exclude_golden
 from bot.training.pairs import TrainingPair, cap, deduplicate, split_by_time
 from bot.training.snapshot import chunks_at
 from indexer.errors import InvalidInput
-from indexer.search.searcher import Searcher
-from indexer.source.gitrepo import run_git
-from indexer.stores.contract import SearchBackend
+from indexer.search import Searcher
+from indexer.source import run_git
+from indexer.stores import SearchBackend
 
 NEGATIVES = 7
 MAX_PAIRS_PER_REPO = 3000

@@ -8,15 +8,15 @@ from pathlib import Path
 
 from indexer.errors import IndexingError
 from indexer.models import Chunk
-from indexer.source.chunking import chunk_file
-from indexer.source.gitrepo import run_git
-from indexer.source.languages import language_for
-from indexer.source.walking import (
+from indexer.source import (
     LOCK_FILES,
     SKIP_DIRS,
     SourceFile,
+    chunk_file,
     git_blob_sha,
     is_git_repo,
+    language_for,
+    run_git,
     walk_repository,
 )
 

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bot.answer.model_card import write_card
-from bot.answer.rerank import TRAINED_SUBDIR
+from bot.answer import TRAINED_SUBDIR, write_card
 from bot.training.pairs import TRAIN, VALIDATION, TrainingPair
 from indexer.errors import ConfigError, InvalidInput
 

@@ -1,1 +1,53 @@
-"""indexer/jobs"""
+"""The write side: registry, job queue, worker, reconcile and the indexing run."""
+
+from __future__ import annotations
+
+from indexer.jobs.indexing import IndexReport, ProgressFn, index_repository
+from indexer.jobs.reconcile import git_heads, reconcile
+from indexer.jobs.registry import (
+    KIND_DELETE,
+    KIND_FULL,
+    KIND_INDEX,
+    REPO_ARCHIVED,
+    REPO_DELETING,
+    REPO_ERROR,
+    REPO_NO_ACCESS,
+    REPO_PENDING,
+    REPO_READY,
+    Registry,
+    Repo,
+    WebhookDelivery,
+    age_text,
+    check_repo_name,
+    open_engine,
+    utcnow,
+    write_session,
+)
+from indexer.jobs.worker import Worker, WorkerConfig
+
+__all__ = [
+    "KIND_DELETE",
+    "KIND_FULL",
+    "KIND_INDEX",
+    "REPO_ARCHIVED",
+    "REPO_DELETING",
+    "REPO_ERROR",
+    "REPO_NO_ACCESS",
+    "REPO_PENDING",
+    "REPO_READY",
+    "IndexReport",
+    "ProgressFn",
+    "Registry",
+    "Repo",
+    "WebhookDelivery",
+    "Worker",
+    "WorkerConfig",
+    "age_text",
+    "check_repo_name",
+    "git_heads",
+    "index_repository",
+    "open_engine",
+    "reconcile",
+    "utcnow",
+    "write_session",
+]

@@ -16,26 +16,22 @@ from pathlib import Path
 import numpy as np
 import pathspec
 
-from indexer.embedding.embedders import (
-    Embedder,
-    EmbeddingCache,
-    cache_key,
-    embed_with_cache,
-    embedding_text,
-)
+from indexer.embedding import Embedder, EmbeddingCache, cache_key, embed_with_cache, embedding_text
 from indexer.errors import IndexingError
 from indexer.models import VISIBILITIES, Chunk, RepoState
-from indexer.source.chunking import CHUNKER_VERSION, chunk_file
-from indexer.source.gitrepo import committed_blobs, head_commit
-from indexer.source.walking import (
+from indexer.source import (
+    CHUNKER_VERSION,
     EMPTY_BLOB_SHA,
     Skipped,
     SourceFile,
+    chunk_file,
+    committed_blobs,
     content_skip_reason,
     git_blob_sha,
+    head_commit,
     walk_repository,
 )
-from indexer.stores.contract import SearchBackend, StreamingWrites
+from indexer.stores import SearchBackend, StreamingWrites
 
 log = logging.getLogger(__name__)
 ProgressFn = Callable[[str, int, int], None]  # (stage, done, total)

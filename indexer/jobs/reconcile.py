@@ -21,7 +21,7 @@ from indexer.jobs.registry import (
     utcnow,
     write_session,
 )
-from indexer.source.gitrepo import remote_head
+from indexer.source import remote_head
 
 log = logging.getLogger(__name__)
 

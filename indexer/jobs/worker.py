@@ -22,7 +22,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
-from indexer.embedding.embedders import Embedder, EmbeddingCache
+from indexer.embedding import Embedder, EmbeddingCache
 from indexer.errors import CodeaskError, IndexingError
 from indexer.jobs import queue as jobs
 from indexer.jobs.indexing import IndexReport, index_repository
@@ -41,8 +41,8 @@ from indexer.jobs.registry import (
     write_session,
 )
 from indexer.settings import IndexerSettings
-from indexer.source.gitrepo import clone_or_update
-from indexer.stores.contract import SearchBackend
+from indexer.source import clone_or_update
+from indexer.stores import SearchBackend
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from threading import Lock
 
 import numpy as np
 
-from indexer.embedding.embedders import Embedder, EmbeddingCache, cache_key, embedding_text
+from indexer.embedding import Embedder, EmbeddingCache, cache_key, embedding_text
 from indexer.models import SEARCH_LISTS, Chunk, Hit, SearchRequest
-from indexer.stores.contract import SearchBackend
+from indexer.stores import SearchBackend
 
 
 class Searcher:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from indexer.source.tokens import identifiers_in
+from indexer.source import identifiers_in
 
 # RRF weight of each ranked list: BM25 over code tokens is the stronger signal for code;
 # the general-purpose sentence embedding adds recall for paraphrased questions; the symbol

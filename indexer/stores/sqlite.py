@@ -14,7 +14,7 @@ import numpy as np
 
 from indexer.errors import ConfigError, StoreUnavailable
 from indexer.models import Chunk, Hit, RepoState, SearchRequest
-from indexer.source.tokens import code_tokens, query_terms
+from indexer.source import code_tokens, query_terms
 from indexer.stores.contract import fuse, top_k_indices
 from indexer.stores.query import symbol_terms
 

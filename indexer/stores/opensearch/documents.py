@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from indexer.models import Chunk, RepoState, SearchRequest
-from indexer.source.tokens import query_terms
+from indexer.source import query_terms
 from indexer.stores.query import symbol_terms
 
 # FTS5 scores a chunk as ONE document whose column term counts are weighted before BM25
