@@ -65,7 +65,7 @@ ENV PATH=/opt/codeask/bin:$PATH \
 USER 10001:10001
 WORKDIR /home/codeask
 # Fail the build, not the first pod, if the packaged model cannot be loaded offline.
-RUN python -c "from indexer.embedding.embedders import load_embedder; load_embedder('all-MiniLM-L6-v2', 1, 8)"
+RUN python -c "from indexer.embedding import load_embedder; load_embedder('all-MiniLM-L6-v2', 1, 8)"
 EXPOSE 8080
 ENTRYPOINT ["codeask"]
 CMD ["serve"]

@@ -39,7 +39,7 @@ if mode != "passive":
         os.environ["GOMP_SPINCOUNT"] = mode.split("=", 1)[1]
     import torch  # loads OpenMP before the indexer package can set its default
 sys.path.insert(0, sys.argv[2])
-from indexer.embedding.embedders import SentenceTransformerEmbedder
+from indexer.embedding import SentenceTransformerEmbedder
 import torch
 e = SentenceTransformerEmbedder()
 body = "def refill(self, now):\n    self.tokens = min(self.capacity, self.tokens + rate)\n" * 6

@@ -264,6 +264,6 @@ def test_bf16_cross_encoder_ranks_like_the_float32_one(
 def test_bf16_cross_encoder_refused_where_the_cpu_would_emulate_it(
     toy_cross_encoder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("indexer.embedding.embedders.cpu_has_bf16", lambda: False)
+    monkeypatch.setattr("indexer.embedding.torch_backend.cpu_has_bf16", lambda: False)
     with pytest.raises(ConfigError, match="native bfloat16"):
         CrossEncoderReranker(str(toy_cross_encoder), bfloat16=True)

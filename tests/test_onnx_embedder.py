@@ -66,6 +66,6 @@ def test_bf16_matches_torch(embedder: Embedder, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_bf16_refused_where_the_cpu_would_emulate_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("indexer.embedding.embedders.cpu_has_bf16", lambda: False)
+    monkeypatch.setattr("indexer.embedding.torch_backend.cpu_has_bf16", lambda: False)
     with pytest.raises(ConfigError, match=r"native bfloat16.*onnx-int8"):
         SentenceTransformerEmbedder(bfloat16=True)

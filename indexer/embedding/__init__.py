@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from indexer.embedding.cache import SqliteEmbeddingCache
-from indexer.embedding.embedders import (
+from indexer.embedding.base import (
     Embedder,
     EmbeddingCache,
-    SentenceTransformerEmbedder,
     WrappedEmbedder,
     cache_key,
-    cpu_has_bf16,
     embed_with_cache,
     embedding_text,
-    load_embedder,
-    require_bf16,
 )
+from indexer.embedding.cache import SqliteEmbeddingCache
+from indexer.embedding.loading import load_embedder
 from indexer.embedding.onnx import (
     BatchWorkers,
     OnnxEmbedder,
     cpu_session,
     ensure_onnx_model,
     length_batches,
+)
+from indexer.embedding.torch_backend import (
+    SentenceTransformerEmbedder,
+    cpu_has_bf16,
+    require_bf16,
 )
 from indexer.settings import IndexerSettings
 

@@ -1,44 +1,16 @@
-"""Sentence embeddings for chunks and questions, offline by default."""
+"""The sentence-transformers (PyTorch) backend, float32 or native bfloat16."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Protocol
+from collections.abc import Sequence
 
 import numpy as np
 
 from indexer.embedding.model_files import cpu_flags, resolve_model_path
 from indexer.errors import ConfigError
-from indexer.models import Chunk
 from indexer.settings import DEFAULT_EMBED_MODEL
-
-EMBED_CHAR_BUDGET = 1200  # ~256 word pieces: what MiniLM actually reads
-
-
-class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def dimension(self) -> int: ...
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def embedding_text(chunk: Chunk) -> str:
-    """What the bi-encoder sees: header, symbol, then the start of the code."""
-    head = f"{chunk.header}\n{chunk.symbol}\n"
-    return head + chunk.text[: max(200, EMBED_CHAR_BUDGET - len(head))]
-
-
-def cache_key(model: str, text: str) -> str:
-    return hashlib.sha256(f"{model}\0{text}".encode()).hexdigest()
 
 
 def cpu_has_bf16() -> bool:
@@ -54,25 +26,6 @@ def require_bf16(setting: str) -> None:
             f"{setting}=torch-bf16 needs a CPU with native bfloat16 (AMX or AVX512-BF16) "
             "and this one has neither; use onnx-int8 or torch."
         )
-
-
-class WrappedEmbedder:
-    """An embedder that adds something around another one (a memo, a timer, a fault): it
-    keeps the inner model's name and dimension, so cache keys and stores stay the same."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self._inner = inner
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def dimension(self) -> int:
-        return self._inner.dimension
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._inner.embed(texts)
 
 
 class SentenceTransformerEmbedder:
@@ -159,70 +112,3 @@ class SentenceTransformerEmbedder:
         out = np.empty_like(vectors, dtype=np.float32)
         out[order] = vectors
         return out
-
-
-class EmbeddingCache(Protocol):
-    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]: ...
-
-    def put_many(self, items: dict[str, np.ndarray]) -> None: ...
-
-
-def embed_with_cache(
-    embedder: Embedder,
-    cache: EmbeddingCache,
-    texts: Sequence[str],
-    batch: int = 256,
-    progress: Callable[[int], None] | None = None,
-) -> tuple[np.ndarray, int]:
-    """Vectors for ``texts``, computing only those not cached; returns (vectors, computed)."""
-    keys = [cache_key(embedder.name, t) for t in texts]
-    found = cache.get_many(list(dict.fromkeys(keys)))
-    missing = list(dict.fromkeys(k for k in keys if k not in found))
-    text_of = dict(zip(keys, texts, strict=True))
-    for i in range(0, len(missing), batch):
-        part = missing[i : i + batch]
-        vectors = embedder.embed([text_of[k] for k in part])
-        fresh = {k: v for k, v in zip(part, vectors, strict=True)}
-        cache.put_many(fresh)  # persisted per batch: a crash keeps the work done so far
-        found.update(fresh)
-        if progress:
-            progress(len(part))
-    if not keys:
-        return np.zeros((0, embedder.dimension), dtype=np.float32), 0
-    return np.stack([found[k] for k in keys]).astype(np.float32), len(missing)
-
-
-_EMBEDDERS: dict[tuple[str, str, int, int], Embedder] = {}
-
-
-def load_embedder(
-    model: str,
-    threads: int = 0,
-    batch_size: int = 0,
-    backend: str = "torch",
-    onnx_dir: Path | None = None,
-) -> Embedder:
-    """One loaded model per process and configuration (``batch_size`` 0: the backend's own).
-
-    The ONNX backends export the model once into ``onnx_dir`` (the data dir's
-    ``models/onnx``; see :func:`indexer.embedding.open_embedder`).
-    """
-    key = (model, backend, threads, batch_size)
-    if key not in _EMBEDDERS:
-        if backend.startswith("onnx"):
-            from indexer.embedding.onnx import OnnxEmbedder
-
-            if onnx_dir is None:
-                raise ConfigError(f"the {backend} embedding backend needs a folder for its export")
-            _EMBEDDERS[key] = OnnxEmbedder(
-                model,
-                onnx_dir,
-                quantized=backend == "onnx-int8",
-                threads=threads,
-                batch_size=batch_size,
-            )
-        else:
-            _EMBEDDERS[key] = SentenceTransformerEmbedder(
-                model, threads, batch_size, bfloat16=backend == "torch-bf16"
-            )
-    return _EMBEDDERS[key]
