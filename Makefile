@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export SSL_CERT_FILE ?= /etc/ssl/certs/ca-certificates.crt
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test services services-stop lint typecheck unit helm-check lock bench clean
+.PHONY: setup demo test services services-stop lint typecheck db-check unit helm-check lock bench clean
 
 $(BIN)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,15 @@ services-stop:
 	-bash scripts/opensearch.sh stop
 	-bash scripts/postgres.sh stop
 
+# `alembic check`: migrated to head, a database matches the table models, on SQLite and on
+# the test PostgreSQL (autogenerate finds nothing to add; a model change needs a revision).
+db-check: setup
+	tmp=$$(mktemp -d) && url=sqlite:///$$tmp/meta.db && \
+	CODEASK_DATABASE_URL=$$url $(BIN)/codeask db upgrade && CODEASK_DATABASE_URL=$$url $(BIN)/codeask db check; \
+	rc=$$?; rm -rf $$tmp; exit $$rc
+	url=$${CODEASK_TEST_DATABASE_URL:-$$(bash scripts/postgres.sh url)} && \
+	CODEASK_DATABASE_URL=$$url $(BIN)/codeask db upgrade && CODEASK_DATABASE_URL=$$url $(BIN)/codeask db check
+
 helm-check:
 	bash scripts/helm.sh check
 
@@ -49,7 +58,7 @@ unit: setup
 	CODEASK_TEST_DATABASE_URL=$${CODEASK_TEST_DATABASE_URL:-$$(bash scripts/postgres.sh url)} \
 	$(BIN)/pytest -q
 
-test: setup lint typecheck services helm-check unit
+test: setup lint typecheck services db-check helm-check unit
 
 lock: $(BIN)/python
 	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 \

@@ -1,4 +1,7 @@
-"""SQL tables of access control (sqlmodel: the same models on SQLite and PostgreSQL)."""
+"""SQL tables of access control (sqlmodel: the same models on SQLite and PostgreSQL).
+
+The schema is owned by the migrations of :mod:`indexer.db`; a change here needs a revision.
+"""
 
 from __future__ import annotations
 

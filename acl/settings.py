@@ -1,10 +1,9 @@
-"""Settings of access control: GitHub credentials, webhook secret, cache TTL, metadata DB."""
+"""Settings of access control: GitHub credentials, OAuth, webhook secret, cache TTLs."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from indexer.errors import ConfigError
@@ -29,16 +28,6 @@ class AclSettings(BaseSettings):
     github_timeout_seconds: float = 10.0
     permission_ttl_seconds: int = 300
     link_state_ttl_seconds: int = 600
-    database_url: str = ""
-
-    @model_validator(mode="after")
-    def _resolve_database_url(self) -> AclSettings:
-        if not self.database_url:
-            from indexer.settings import IndexerSettings
-
-            path = IndexerSettings().data_path / "codeask.meta.db"
-            self.database_url = f"sqlite:///{path}"
-        return self
 
     def private_key_pem(self) -> str:
         """The App's private key, from the setting itself or the file it points to."""

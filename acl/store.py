@@ -7,13 +7,10 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import Any
 
-from sqlalchemy import delete, event
+from sqlalchemy import delete
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import Session, SQLModel, col, create_engine, select
+from sqlmodel import Session, col, select
 
 from acl.models import (
     AuditEntry,
@@ -24,7 +21,7 @@ from acl.models import (
     PermissionCache,
     RepoOverride,
 )
-from indexer.errors import StoreUnavailable
+from indexer.db import write_session
 
 _STRICTNESS = {"public": 0, "internal": 1, "private": 2, "gone": 3}
 
@@ -32,15 +29,6 @@ _STRICTNESS = {"public": 0, "internal": 1, "private": 2, "gone": 3}
 def stricter(a: str, b: str) -> str:
     """The more restrictive of two visibilities (unknown values count as ``gone``)."""
     return a if _STRICTNESS.get(a, 3) >= _STRICTNESS.get(b, 3) else b
-
-
-def _sqlite_pragmas(dbapi_connection: Any, _record: object) -> None:
-    # WAL lets the bot read while a webhook writes; NORMAL skips an fsync per commit.
-    cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=30000")
-    cursor.close()
 
 
 # Confirmation codes: no 0/O, 1/I/L, so a code read off a page is typed back right.
@@ -57,24 +45,9 @@ def _code_hash(code: str) -> str:
 class AclStore:
     """Small repository over the ACL tables; ``clock`` is injectable for TTL tests."""
 
-    def __init__(self, url: str, clock: Callable[[], float] = time.time) -> None:
-        connect_args: dict[str, object] = {}
-        if url.startswith("sqlite"):
-            connect_args["check_same_thread"] = False
-            path = url.split(":///", 1)[-1]
-            if path and path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.engine: Engine = create_engine(url, connect_args=connect_args)
-            if url.startswith("sqlite"):
-                event.listen(self.engine, "connect", _sqlite_pragmas)
-            SQLModel.metadata.create_all(self.engine)
-        except SQLAlchemyError as exc:
-            raise StoreUnavailable(f"Cannot open the access-control database: {exc}") from exc
+    def __init__(self, engine: Engine, clock: Callable[[], float] = time.time) -> None:
+        self.engine = engine  # the metadata engine (indexer.db), shared with the registry
         self.clock = clock
-
-    def close(self) -> None:
-        self.engine.dispose()
 
     # --- identity links -------------------------------------------------------------
 
@@ -82,7 +55,7 @@ class AclStore:
         self, platform: str, chat_user_id: str, github_user_id: int, github_login: str
     ) -> IdentityLink:
         """Link (or re-link) a chat user; their cached permissions start from scratch."""
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             old = s.exec(
                 select(IdentityLink).where(
                     IdentityLink.platform == platform, IdentityLink.chat_user_id == chat_user_id
@@ -105,7 +78,7 @@ class AclStore:
         return row
 
     def unlink(self, platform: str, chat_user_id: str) -> bool:
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             result = s.exec(
                 delete(IdentityLink).where(
                     col(IdentityLink.platform) == platform,
@@ -129,7 +102,7 @@ class AclStore:
 
     def update_login(self, github_user_id: int, login: str) -> None:
         """Record a GitHub rename so operators see the current login."""
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             for row in s.exec(
                 select(IdentityLink).where(IdentityLink.github_user_id == github_user_id)
             ):
@@ -142,7 +115,7 @@ class AclStore:
     def create_link_state(self, platform: str, chat_user_id: str, ttl_seconds: float) -> str:
         state = secrets.token_urlsafe(32)
         now = self.clock()
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             s.exec(delete(LinkState).where(col(LinkState.expires_at) < now))
             s.add(
                 LinkState(
@@ -157,7 +130,7 @@ class AclStore:
 
     def consume_link_state(self, state: str) -> tuple[str, str] | None:
         """(platform, chat user) the state was issued to; None if unknown, used or expired."""
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             row = s.get(LinkState, state)
             if row is None:
                 return None
@@ -183,7 +156,7 @@ class AclStore:
         """
         code = "".join(secrets.choice(CONFIRM_ALPHABET) for _ in range(CONFIRM_LENGTH))
         now = self.clock()
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             s.exec(delete(PendingLink).where(col(PendingLink.expires_at) < now))
             s.exec(
                 delete(PendingLink).where(
@@ -214,7 +187,7 @@ class AclStore:
         ``CONFIRM_ATTEMPTS`` misses, so the code cannot be guessed.
         """
         now = self.clock()
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             row = s.get(PendingLink, _code_hash(code))
             if (
                 row is not None
@@ -244,7 +217,7 @@ class AclStore:
     # --- channel grants -------------------------------------------------------------
 
     def grant(self, platform: str, channel_id: str, repo: str, granted_by: str = "") -> None:
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             if self._grant_row(s, platform, channel_id, repo) is None:
                 s.add(
                     ChannelGrant(
@@ -258,7 +231,7 @@ class AclStore:
                 s.commit()
 
     def revoke_grant(self, platform: str, channel_id: str, repo: str) -> bool:
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             row = self._grant_row(s, platform, channel_id, repo)
             if row is None:
                 return False
@@ -301,7 +274,7 @@ class AclStore:
 
     def put_permissions(self, github_user_id: int, answers: dict[str, bool]) -> None:
         now = self.clock()
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             for repo, allowed in answers.items():
                 s.merge(
                     PermissionCache(
@@ -323,14 +296,14 @@ class AclStore:
         statement = delete(PermissionCache)
         if where is not None:
             statement = statement.where(where)  # type: ignore[arg-type]
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             s.exec(statement)
             s.commit()
 
     # --- visibility learnt from webhooks --------------------------------------------
 
     def set_repo_override(self, repo: str, visibility: str, reason: str = "") -> None:
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             s.merge(
                 RepoOverride(
                     repo=repo, visibility=visibility, reason=reason, updated_at=self.clock()
@@ -339,7 +312,7 @@ class AclStore:
             s.commit()
 
     def clear_repo_override(self, repo: str) -> None:
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             row = s.get(RepoOverride, repo)
             if row is not None:
                 s.delete(row)
@@ -379,7 +352,7 @@ class AclStore:
             reason=reason,
             request_id=request_id,
         )
-        with Session(self.engine) as s:
+        with write_session(self.engine) as s:
             s.add(entry)
             s.commit()
             s.refresh(entry)

@@ -17,8 +17,9 @@ from sqlalchemy.engine import Engine
 
 from acl import AclSettings
 from bot.settings import BotSettings
+from indexer.db import open_database
 from indexer.errors import ConfigError
-from indexer.jobs import Registry, open_engine
+from indexer.jobs import Registry
 from indexer.settings import IndexerSettings
 from indexer.stores import SearchBackend
 
@@ -35,16 +36,21 @@ class Services:
         bot: BotSettings | None = None,
         acl: AclSettings | None = None,
         indexer: IndexerSettings | None = None,
+        *,
+        migrate: bool = True,
     ) -> None:
         self.bot = bot or BotSettings()
         self.acl = acl or AclSettings()
         self.indexer = indexer or IndexerSettings()
+        # serve and worker pass False: they never migrate, they refuse an old database.
+        self.migrate = migrate
         self._lock = threading.Lock()
         self._pipeline: AnswerPipeline | None = None
 
     @cached_property
     def engine(self) -> Engine:
-        return open_engine(self.acl.database_url)
+        """The one metadata engine, at head (see indexer.db.open_database)."""
+        return open_database(self.indexer.database_url, migrate_sqlite=self.migrate)
 
     @cached_property
     def registry(self) -> Registry:
@@ -102,7 +108,7 @@ class Services:
     def acl_store(self) -> AclStore:
         from acl import AclStore
 
-        return AclStore(self.acl.database_url)
+        return AclStore(self.engine)
 
     @cached_property
     def github(self) -> GitHubClient:
@@ -140,7 +146,7 @@ class Services:
         return template.replace("{full_name}", full_name)
 
     def close(self) -> None:
-        for name in ("store", "acl_store", "github"):
+        for name in ("store", "github"):
             obj = self.__dict__.pop(name, None)
             if obj is not None:
                 obj.close()

@@ -17,6 +17,9 @@ class IndexerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="CODEASK_", extra="ignore")
 
     data_dir: Path | None = None
+    # The metadata database (registry, jobs, access control, answers; indexer.db):
+    # empty is the SQLite file <data_dir>/codeask.meta.db; PostgreSQL in production.
+    database_url: str = ""
     xdg_data_home: str = Field(default="", validation_alias=AliasChoices("XDG_DATA_HOME"))
     store: Literal["embedded", "opensearch"] = "embedded"
     embed_model: str = DEFAULT_EMBED_MODEL
@@ -64,6 +67,8 @@ class IndexerSettings(BaseSettings):
         if self.data_dir is None:
             base = Path(self.xdg_data_home) if self.xdg_data_home else Path.home() / ".local/share"
             self.data_dir = base / "codeask"
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.data_dir / 'codeask.meta.db'}"
         return self
 
     @property

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -75,3 +77,19 @@ def make_repo(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
         return root
 
     return make
+
+
+def migrated_engine(url: str) -> Engine:
+    """An engine on ``url`` migrated to head (as ``codeask db upgrade`` does), tables empty.
+
+    PostgreSQL is one database shared by the tests that use it: its rows are cleared.
+    """
+    from bot.cli.db import table_metadata
+    from indexer.db import open_engine, upgrade
+
+    engine = open_engine(url)
+    upgrade(engine)
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            conn.execute(sa.text(f"TRUNCATE {', '.join(table_metadata().tables)}"))
+    return engine

@@ -259,12 +259,8 @@ def world_settings(
             git_clone_url=f"file://{tmp / 'remotes'}/{{full_name}}",
             **bot,
         ),
-        acl=AclSettings(
-            database_url=f"sqlite:///{tmp / 'meta.db'}",
-            github_api_url=github_url,
-            github_token=github.token,
-        ),
-        indexer=IndexerSettings(data_dir=data_dir),
+        acl=AclSettings(github_api_url=github_url, github_token=github.token),
+        indexer=IndexerSettings(data_dir=data_dir, database_url=f"sqlite:///{tmp / 'meta.db'}"),
     )
 
 

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from acl import AclSettings, AclStore
 from bot.cli.access import allowed_repo_set, parse_place
 from bot.cli.app import app
 from bot.services import Services
@@ -98,7 +97,7 @@ def test_channel_preview_withholds_and_says_so(
     repos = allowed_repo_set(services, as_github="alice", place="channel:C1", notify=notes.append)
     assert repos == {"acme/site"}
     assert notes and "direct message" in notes[0] and "acme/api" not in notes[0]
-    AclStore(AclSettings().database_url).grant("slack", "C1", "acme/billing")
+    Services().acl_store.grant("slack", "C1", "acme/billing")
     assert allowed_repo_set(services, as_github="alice", place="channel:C1") == {
         "acme/site",
         "acme/billing",
@@ -130,7 +129,7 @@ def test_search_as_github_in_a_channel_end_to_end(
 
 
 def test_audit_lists_questions_without_code(data_dir: Path) -> None:
-    store = AclStore(AclSettings().database_url)
+    store = Services().acl_store
     store.record_audit(
         platform="slack",
         user_id="T1:U1",
@@ -158,7 +157,7 @@ def test_link_prints_a_one_time_url_and_unlink_removes_the_link(
     result = CliRunner().invoke(app, ["link", "--platform", "slack", "--user", "T1:U1"])
     assert result.exit_code == 0, result.output
     assert "https://github.com/login/oauth/authorize?client_id=cid&state=" in result.stdout
-    store = AclStore(AclSettings().database_url)
+    store = Services().acl_store
     store.link("slack", "T1:U1", 5000, "alice")
     result = CliRunner().invoke(app, ["unlink", "--platform", "slack", "--user", "T1:U1"])
     assert "Unlinked slack:T1:U1" in result.stdout

@@ -240,12 +240,8 @@ def bot(
     )
     services = Services(
         bot=bot_settings,
-        acl=AclSettings(
-            database_url=f"sqlite:///{tmp / 'meta.db'}",
-            github_api_url=github.url,
-            github_token=github.fake.token,
-        ),
-        indexer=IndexerSettings(data_dir=tmp / "data"),
+        acl=AclSettings(github_api_url=github.url, github_token=github.fake.token),
+        indexer=IndexerSettings(data_dir=tmp / "data", database_url=f"sqlite:///{tmp / 'meta.db'}"),
     )
     services.__dict__["store"] = index  # the store under test instead of one from settings
     client = GitHubClient(github.url, token=github.fake.token, sleep=lambda s: None)

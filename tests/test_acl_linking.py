@@ -11,6 +11,7 @@ import pytest
 
 from acl import AclSettings, AclStore, OAuthLinker, Principal
 from indexer.errors import AccessDenied, ConfigError
+from tests.conftest import migrated_engine
 from tests.fake_github import FakeGitHub, FakeGitHubServer
 
 
@@ -43,9 +44,9 @@ def linker(server: FakeGitHubServer, tmp_path: Path, clock: Clock) -> OAuthLinke
         github_oauth_client_id="client-id",
         github_oauth_client_secret="client-secret",
         github_oauth_redirect_url="https://codeask.example.com/github/oauth/callback",
-        database_url=f"sqlite:///{tmp_path / 'acl.db'}",
     )
-    return OAuthLinker(settings, AclStore(settings.database_url, clock=clock))
+    engine = migrated_engine(f"sqlite:///{tmp_path / 'acl.db'}")
+    return OAuthLinker(settings, AclStore(engine, clock=clock))
 
 
 def state_of(url: str) -> str:
@@ -156,9 +157,9 @@ def test_forged_state_and_bad_code_are_refused(linker: OAuthLinker) -> None:
 
 
 def test_linking_needs_an_oauth_app(tmp_path: Path) -> None:
-    settings = AclSettings(database_url=f"sqlite:///{tmp_path / 'acl.db'}")
+    engine = migrated_engine(f"sqlite:///{tmp_path / 'acl.db'}")
     with pytest.raises(ConfigError, match="OAUTH_CLIENT_ID"):
-        OAuthLinker(settings, AclStore(settings.database_url))
+        OAuthLinker(AclSettings(), AclStore(engine))
 
 
 async def test_oauth_callback_route_links_the_user_over_http(
@@ -179,7 +180,6 @@ async def test_oauth_callback_route_links_the_user_over_http(
         github_web_url=server.url,
         github_oauth_client_id="client-id",
         github_oauth_client_secret="client-secret",
-        database_url=f"sqlite:///{tmp_path / 'acl.db'}",
     )
     services = Services(BotSettings(), acl, IndexerSettings(data_dir=tmp_path / "data"))
     url = OAuthLinker(acl, services.acl_store).start(Principal("teams", "aad-1"))

@@ -17,6 +17,7 @@ from acl.permissions import (
     Place,
     Principal,
 )
+from tests.conftest import migrated_engine
 from tests.fake_github import FakeGitHub, FakeGitHubServer
 
 REGISTERED = [
@@ -61,7 +62,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def store(tmp_path: Path, clock: Clock) -> AclStore:
-    return AclStore(f"sqlite:///{tmp_path / 'acl.db'}", clock=clock)
+    return AclStore(migrated_engine(f"sqlite:///{tmp_path / 'acl.db'}"), clock=clock)
 
 
 @pytest.fixture

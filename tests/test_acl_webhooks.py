@@ -12,6 +12,7 @@ import pytest
 from acl import AclStore
 from acl.webhooks import handle_acl_webhook, previous_name, process_webhook, verify_signature
 from indexer.errors import AccessDenied, ConfigError, InvalidInput
+from tests.conftest import migrated_engine
 
 SECRET = "It's a Secret to Everybody"
 
@@ -22,7 +23,7 @@ def sign(body: bytes, secret: str = SECRET) -> str:
 
 @pytest.fixture
 def store(tmp_path: Path) -> AclStore:
-    s = AclStore(f"sqlite:///{tmp_path / 'acl.db'}")
+    s = AclStore(migrated_engine(f"sqlite:///{tmp_path / 'acl.db'}"))
     s.put_permissions(1, {"acme/api": True, "acme/web": True})
     s.put_permissions(2, {"acme/api": True, "acme/web": False})
     return s

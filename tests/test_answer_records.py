@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlalchemy import create_engine
-
 from acl import Place, Principal
 from bot.answer import Source
 from bot.answer.records import AnsweredQuestion, load_answer, parse_place, record_answer, seen_here
 from indexer.models import Chunk
+from tests.conftest import migrated_engine
 
 ALICE = Principal("slack", "T1:UALICE")
 BOB = Principal("slack", "T1:UBOB")
@@ -45,7 +44,7 @@ def test_places_round_trip_and_unknown_ones_match_no_click() -> None:
 
 
 def test_sources_survive_the_database_and_unknown_ids_are_none(tmp_path: Path) -> None:
-    engine = create_engine(f"sqlite:///{tmp_path / 'meta.db'}")
+    engine = migrated_engine(f"sqlite:///{tmp_path / 'meta.db'}")
     chunk = Chunk(
         "acme/api",
         "a.py",

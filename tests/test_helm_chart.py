@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHART = ROOT / "helm" / "codeask"
 PRODUCTION_VALUES = CHART / "ci" / "production-values.yaml"
 SETTINGS_PACKAGES = ("bot", "indexer", "acl", "eval")
-WORKLOADS = {"Deployment", "CronJob"}
+WORKLOADS = {"Deployment", "CronJob", "Job"}
 # A setting with such a name holds a credential: it must come from a Secret.
 SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PRIVATE_KEY|API_KEY)$")
 # What no cluster install works without, wired whatever the values (besides every credential).
@@ -162,7 +162,7 @@ def _containers(manifests: list[Manifest]) -> Iterator[tuple[str, dict[str, Any]
     for workload in manifests:
         if workload["kind"] in WORKLOADS:
             spec = _pod_spec(workload)
-            for container in spec["containers"]:
+            for container in spec.get("initContainers", []) + spec["containers"]:
                 yield workload["metadata"]["name"], spec, container
 
 
@@ -199,12 +199,40 @@ def test_chart_renders_serve_worker_and_reconcile(manifests: list[Manifest]) -> 
         ("ServiceAccount", "codeask"),
         ("PodDisruptionBudget", "codeask-serve"),
     } <= rendered
-    args = {name: c["args"] for name, _, c in _containers(manifests)}
+    args = {(name, c["name"]): c["args"] for name, _, c in _containers(manifests)}
+    wait = ["db", "current", "--wait", "600"]
     assert args == {
-        "codeask-serve": ["serve"],
-        "codeask-worker": ["worker"],
-        "codeask-reconcile": ["reconcile"],
+        ("codeask-serve", "wait-for-migrations"): wait,
+        ("codeask-serve", "serve"): ["serve"],
+        ("codeask-worker", "wait-for-migrations"): wait,
+        ("codeask-worker", "worker"): ["worker"],
+        ("codeask-reconcile", "reconcile"): ["reconcile"],
+        ("codeask-migrate", "migrate"): ["db", "upgrade"],
     }
+
+
+def test_migrations_run_as_a_hook_before_upgrades_and_pods_wait_for_them(
+    render: Callable[..., list[Manifest]],
+) -> None:
+    (job,) = _kind(render(), "Job")
+    hooks = job["metadata"]["annotations"]
+    assert hooks["helm.sh/hook"] == "post-install,pre-upgrade"
+    assert "before-hook-creation" in hooks["helm.sh/hook-delete-policy"]
+    assert _pod_spec(job)["restartPolicy"] == "Never"
+    by_hand = render("--set", "migrations.enabled=false", "--set", "migrations.waitSeconds=0")
+    assert not _kind(by_hand, "Job")
+    assert not any(_pod_spec(d).get("initContainers") for d in _kind(by_hand, "Deployment"))
+
+
+def test_chart_subcommands_exist(manifests: list[Manifest]) -> None:
+    from typer.testing import CliRunner
+
+    from bot.cli.app import app
+
+    for name, _, container in _containers(manifests):
+        command = [a for a in container["args"] if not a.startswith("-") and not a.isdigit()]
+        result = CliRunner().invoke(app, [*command, "--help"])
+        assert result.exit_code == 0, f"{name}: `codeask {' '.join(command)}` {result.output}"
 
 
 def test_chart_commands_are_codeask_commands(manifests: list[Manifest]) -> None:
@@ -320,7 +348,7 @@ def test_serve_probes_health_endpoints_on_the_served_port(manifests: list[Manife
 def test_only_the_cronjob_reconciles(manifests: list[Manifest]) -> None:
     for name, _, container in _containers(manifests):
         env = _container_env(manifests, container)
-        if name.endswith("-serve"):
+        if name.endswith("-serve") and container["name"] == "serve":
             assert env["CODEASK_RECONCILE_SECONDS"] == {"value": "0"}
 
 

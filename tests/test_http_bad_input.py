@@ -271,12 +271,13 @@ async def server(tmp_path: Path) -> AsyncIterator[tuple[TestServer, FakeSlack, F
             reconcile_seconds=0,
         ),
         acl=AclSettings(
-            database_url=f"sqlite:///{tmp_path / 'meta.db'}",
             github_webhook_secret=WEBHOOK_SECRET,
             github_oauth_client_id="Iv1.codeask",
             github_oauth_client_secret="oauth-secret",
         ),
-        indexer=IndexerSettings(data_dir=tmp_path / "data"),
+        indexer=IndexerSettings(
+            data_dir=tmp_path / "data", database_url=f"sqlite:///{tmp_path / 'meta.db'}"
+        ),
     )
     app = create_app(
         services, mounts=[slack_mount(Asker(services)), mount_teams], reconcile_seconds=0
@@ -351,7 +352,11 @@ async def test_every_route_answers_bad_input_with_4xx_and_keeps_serving(
 async def test_oauth_callback_without_linking_configured_is_not_found(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    services = Services(acl=AclSettings(database_url=f"sqlite:///{tmp_path / 'meta.db'}"))
+    services = Services(
+        indexer=IndexerSettings(
+            data_dir=tmp_path / "data", database_url=f"sqlite:///{tmp_path / 'meta.db'}"
+        )
+    )
     test_server = TestServer(create_app(services, reconcile_seconds=0), host="127.0.0.1")
     await test_server.start_server()
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, SQLModel, select
+from sqlmodel import Session, select
 
 from indexer.errors import InvalidInput
 from indexer.jobs import queue as jobs
@@ -31,10 +31,9 @@ from indexer.jobs.registry import (
     Repo,
     WebhookDelivery,
     check_repo_name,
-    open_engine,
     utcnow,
 )
-from tests.conftest import DATABASES, PG_URL
+from tests.conftest import DATABASES, PG_URL, migrated_engine
 
 TABLES = (Job, IndexRun, Repo, WebhookDelivery, RegistryEvent, AdminAction)
 
@@ -46,19 +45,10 @@ def _clean(engine: Engine) -> None:
         s.commit()
 
 
-def fresh_engine(url: str) -> Engine:
-    """An engine on ``url`` whose registry tables were just (re)created, empty."""
-    engine = open_engine(url)
-    tables = [SQLModel.metadata.tables[str(t.__tablename__)] for t in TABLES]
-    SQLModel.metadata.drop_all(engine, tables=tables)
-    SQLModel.metadata.create_all(engine)
-    return engine
-
-
 @pytest.fixture(params=DATABASES)
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
     url = f"sqlite:///{tmp_path / 'meta.db'}" if request.param == "sqlite" else PG_URL
-    eng = fresh_engine(url)
+    eng = migrated_engine(url)
     yield eng
     _clean(eng)
     eng.dispose()

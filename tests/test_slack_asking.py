@@ -16,8 +16,10 @@ ALICE = Principal("slack", "T1:U1")
 def _services(tmp_path: Path, *, meta: str | None = None) -> Services:
     return Services(
         bot=BotSettings(),
-        acl=AclSettings(database_url=meta or f"sqlite:///{tmp_path / 'meta.db'}"),
-        indexer=IndexerSettings(data_dir=tmp_path / "data"),
+        acl=AclSettings(),
+        indexer=IndexerSettings(
+            data_dir=tmp_path / "data", database_url=meta or f"sqlite:///{tmp_path / 'meta.db'}"
+        ),
     )
 
 

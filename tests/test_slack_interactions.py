@@ -171,7 +171,7 @@ def replica_fixture(world: World, tmp_path: Path) -> Iterator[str]:
         "CODEASK_HOST": "127.0.0.1",
         "CODEASK_PORT": str(port),
         "CODEASK_DATA_DIR": str(services.indexer.data_dir),
-        "CODEASK_DATABASE_URL": services.acl.database_url,
+        "CODEASK_DATABASE_URL": services.indexer.database_url,
         "CODEASK_GITHUB_API_URL": services.acl.github_api_url,
         "CODEASK_GITHUB_TOKEN": services.acl.github_token or "",
         "CODEASK_SLACK_BOT_TOKEN": services.bot.slack_bot_token or "",

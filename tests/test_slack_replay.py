@@ -15,15 +15,15 @@ import pytest
 from aiohttp.test_utils import TestServer
 from sqlmodel import Session, select
 
-from acl import AclSettings
 from bot.answer import Asker
 from bot.chat import claim_delivery
 from bot.server import create_app
 from bot.services import Services
 from bot.settings import BotSettings
 from bot.slack.app import SIGNATURE_RETENTION, slack_mount
-from indexer.jobs import WebhookDelivery, open_engine, utcnow
+from indexer.jobs import WebhookDelivery, utcnow
 from indexer.settings import IndexerSettings
+from tests.conftest import migrated_engine
 from tests.fake_slack import FakeSlack
 from tests.slack_world import SIGNING_SECRET, sign, slash_command
 
@@ -69,8 +69,9 @@ async def replicas(tmp_path: Path) -> AsyncIterator[Replicas]:
                 slack_api_url=slack.api_url,
                 reconcile_seconds=0,
             ),
-            acl=AclSettings(database_url=f"sqlite:///{tmp_path / 'meta.db'}"),
-            indexer=IndexerSettings(data_dir=tmp_path / f"data-{name}"),
+            indexer=IndexerSettings(
+                data_dir=tmp_path / f"data-{name}", database_url=f"sqlite:///{tmp_path / 'meta.db'}"
+            ),
         )
         app = create_app(services, mounts=[slack_mount(Asker(services))], reconcile_seconds=0)
         server = TestServer(app, host="127.0.0.1")
@@ -110,7 +111,7 @@ async def test_a_replay_sent_to_another_replica_is_refused_there(replicas: Repli
 
 
 def test_claims_older_than_their_window_are_pruned(tmp_path: Path) -> None:
-    engine = open_engine(f"sqlite:///{tmp_path / 'meta.db'}")
+    engine = migrated_engine(f"sqlite:///{tmp_path / 'meta.db'}")
     assert claim_delivery(engine, "slack-sig:v0=old", "slack-sig", SIGNATURE_RETENTION)
     assert claim_delivery(engine, "github-delivery-1", "push")
     with Session(engine) as s:  # both claims age past the signature window

@@ -124,7 +124,7 @@ def services(
     github: FakeGitHubServer,
 ) -> Iterator[Services]:
     base = tmp_path_factory.mktemp("teams")
-    indexer = IndexerSettings(data_dir=base / "data")
+    indexer = IndexerSettings(data_dir=base / "data", database_url=f"sqlite:///{base / 'meta.db'}")
     store = SqliteStore(indexer.sqlite_path)
     cache = SqliteEmbeddingCache(base / "embeddings.db")
     for name, files, visibility in (
@@ -136,7 +136,6 @@ def services(
         index_repository(root, name, store, embedder, cache, visibility=visibility)
     store.close()
     acl = AclSettings(
-        database_url=f"sqlite:///{base / 'meta.db'}",
         github_api_url=github.url,
         github_token=github.fake.token,
     )

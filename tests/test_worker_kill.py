@@ -21,7 +21,7 @@ from indexer.jobs import Worker, WorkerConfig
 from indexer.jobs import queue as jobs
 from indexer.jobs.registry import DONE, IndexRun, Job
 from indexer.search import Searcher
-from tests.conftest import DATABASES, PG_URL
+from tests.conftest import DATABASES, PG_URL, migrated_engine
 from tests.freshness_env import REPO, GitHubWorld, configure, duplicate_chunks, github_world
 
 SEED = {"ledger/core.py": "def post_ledger_entry(account: str, cents: int) -> None:\n    pass\n"}
@@ -49,9 +49,7 @@ def world(
         monkeypatch.setenv("CODEASK_WORKER_HEARTBEAT_SECONDS", "0.5")
         monkeypatch.setenv("CODEASK_WORKER_STALE_SECONDS", "3")
         if request.param == "postgres":
-            from tests.test_registry_jobs import fresh_engine
-
-            fresh_engine(url).dispose()
+            migrated_engine(url).dispose()
         yield w
 
 

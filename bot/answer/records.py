@@ -11,9 +11,7 @@ pruned as new ones are written.
 from __future__ import annotations
 
 import json
-import threading
 import time
-import weakref
 from dataclasses import asdict, dataclass
 
 from sqlalchemy import Column, Text, delete
@@ -88,7 +86,6 @@ def record_answer(
     sources: list[Source],
 ) -> None:
     """Store the answer (replacing a row with the same id) and prune old rows."""
-    _ensure_table(engine)
     now = time.time()
     row = AnswerRow(
         question_id=question_id,
@@ -107,7 +104,6 @@ def record_answer(
 
 def load_answer(engine: Engine, question_id: str) -> AnsweredQuestion | None:
     """The stored answer with this id, or None (unknown or pruned)."""
-    _ensure_table(engine)
     with Session(engine) as s:
         row = s.get(AnswerRow, question_id)
     if row is None or row.created_at < time.time() - KEPT_SECONDS:
@@ -132,16 +128,3 @@ def _source_from(data: dict[str, object]) -> Source:
     chunk = data["chunk"]
     assert isinstance(chunk, dict)
     return Source(int(str(data["number"])), Chunk(**chunk), float(str(data["score"])))
-
-
-_prepared: weakref.WeakSet[Engine] = weakref.WeakSet()
-_prepared_lock = threading.Lock()
-
-
-def _ensure_table(engine: Engine) -> None:
-    with _prepared_lock:
-        if engine in _prepared:
-            return
-        table = SQLModel.metadata.tables[str(AnswerRow.__tablename__)]
-        table.create(engine, checkfirst=True)
-        _prepared.add(engine)

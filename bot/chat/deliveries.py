@@ -13,7 +13,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
-from indexer.jobs import WebhookDelivery, utcnow, write_session
+from indexer.db import write_session
+from indexer.jobs import WebhookDelivery, utcnow
 
 # GitHub lets an admin redeliver a delivery of the last three days; keep claims longer.
 DELIVERY_RETENTION = timedelta(days=7)

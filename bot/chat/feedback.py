@@ -30,7 +30,6 @@ def record_feedback(
     """Store ``verdict``; a user's second click on the same answer replaces the first."""
     if verdict not in VERDICTS:
         raise ValueError(f"verdict must be one of {VERDICTS}")
-    _create_table(engine)
     with Session(engine) as s:
         s.execute(
             delete(Feedback).where(
@@ -53,11 +52,5 @@ def record_feedback(
 
 
 def feedback_for(engine: Engine, question_id: str) -> list[Feedback]:
-    _create_table(engine)
     with Session(engine) as s:
         return list(s.exec(select(Feedback).where(Feedback.question_id == question_id)))
-
-
-def _create_table(engine: Engine) -> None:
-    table = SQLModel.metadata.tables[str(Feedback.__tablename__)]
-    table.create(engine, checkfirst=True)

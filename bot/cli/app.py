@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from bot.cli.db import db_app
 from bot.cli.serve import register as register_service_commands
 from bot.services import Services
 from bot.training import train_app
@@ -19,6 +20,7 @@ from indexer.errors import CodeaskError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ask questions about code.")
 register_service_commands(app)  # serve, worker, reconcile, repo
 app.add_typer(train_app, name="train")  # mine, reranker, gate
+app.add_typer(db_app, name="db")  # upgrade, current, check
 err = Console(stderr=True, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 

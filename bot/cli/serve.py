@@ -21,6 +21,7 @@ out = Console(highlight=False, soft_wrap=True)
 def _logging() -> None:
     fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
     logging.basicConfig(level=logging.INFO, format=fmt, stream=sys.stderr)
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # its INFO lines are per step
 
 
 def serve() -> None:
@@ -32,7 +33,8 @@ def serve() -> None:
     from bot.teams import mount_teams
 
     _logging()
-    services = Services()
+    services = Services(migrate=False)
+    services.engine  # noqa: B018  refuses a database that is not migrated, before anything loads
     asker = services.asker  # one answer pipeline (one embedding model) for every adapter
     # Chat adapters add their routes here: mounts.append(mount_slack), ...
     mounts: list[Mount] = [slack_mount(asker), functools.partial(mount_teams, asker=asker)]
@@ -48,7 +50,8 @@ def worker(
     from indexer.jobs import Worker, WorkerConfig
 
     _logging()
-    services = Services()
+    services = Services(migrate=False)
+    services.engine  # noqa: B018  refuses a database that is not migrated, before anything loads
     work = Worker(
         services.engine,
         services.store,

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from acl import previous_name
+from indexer.db import write_session
 from indexer.jobs import (
     KIND_DELETE,
     KIND_FULL,
@@ -26,7 +27,6 @@ from indexer.jobs import (
     Registry,
     Repo,
     utcnow,
-    write_session,
 )
 from indexer.jobs import queue as jobs
 

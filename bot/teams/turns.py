@@ -277,7 +277,7 @@ class CodeaskTeamsHandler(ActivityHandler):
             answered, Principal(PLATFORM, user), place_of(activity)
         ):
             return False
-        engine = self.services.acl_store.engine
+        engine = self.services.engine
         await asyncio.to_thread(
             record_feedback, engine, feedback.question_id, PLATFORM, user, feedback.verdict
         )

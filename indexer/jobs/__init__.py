@@ -19,9 +19,7 @@ from indexer.jobs.registry import (
     WebhookDelivery,
     age_text,
     check_repo_name,
-    open_engine,
     utcnow,
-    write_session,
 )
 from indexer.jobs.worker import Worker, WorkerConfig
 
@@ -46,8 +44,6 @@ __all__ = [
     "check_repo_name",
     "git_heads",
     "index_repository",
-    "open_engine",
     "reconcile",
     "utcnow",
-    "write_session",
 ]

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from indexer.db import is_sqlite, write_session
 from indexer.jobs.registry import (
     DONE,
     FAILED,
@@ -26,9 +27,7 @@ from indexer.jobs.registry import (
     RUNNING,
     SUPERSEDED,
     Job,
-    is_sqlite,
     utcnow,
-    write_session,
 )
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from indexer.db import write_session
 from indexer.errors import CodeaskError
 from indexer.jobs import queue as jobs
 from indexer.jobs.registry import (
@@ -19,7 +20,6 @@ from indexer.jobs.registry import (
     Registry,
     Repo,
     utcnow,
-    write_session,
 )
 from indexer.source import remote_head
 

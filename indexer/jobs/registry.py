@@ -1,25 +1,21 @@
 """The repository registry: which repos are tracked, how fresh they are, and their jobs.
 
 The same sqlmodel tables run on SQLite (the default file ``<data_dir>/codeask.meta.db``)
-and PostgreSQL. Engines come from :func:`open_engine`, which on SQLite takes over
-transaction control so that writers can ``BEGIN IMMEDIATE`` (see :mod:`indexer.jobs.queue`).
+and PostgreSQL, on the engine of :mod:`indexer.db`, whose migrations own the schema.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
-from sqlalchemy import Column, Index, String, Text, event, text
+from sqlalchemy import Column, Index, String, Text, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
-from sqlmodel import Field, Session, SQLModel, create_engine, select
+from sqlmodel import Field, Session, SQLModel, select
 
-from indexer.errors import ConfigError, InvalidInput, UpstreamUnavailable
+from indexer.db import error_text, write_session
+from indexer.errors import InvalidInput, UpstreamUnavailable
 
 # Repo.status values.
 REPO_PENDING = "pending"  # registered, never indexed
@@ -164,64 +160,6 @@ class AdminAction(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
 
 
-def default_database_url(data_path: Path) -> str:
-    return f"sqlite:///{data_path / 'codeask.meta.db'}"
-
-
-def open_engine(url: str) -> Engine:
-    """An engine for ``url`` with the registry tables created."""
-    if not url:
-        raise ConfigError("CODEASK_DATABASE_URL is empty")
-    try:
-        if url.startswith("sqlite"):
-            path = url.split(":///", 1)[1] if ":///" in url else ""
-            if path and path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-            _take_over_sqlite_transactions(engine)
-        else:
-            engine = create_engine(url, pool_pre_ping=True)
-        SQLModel.metadata.create_all(engine)
-    except SQLAlchemyError as exc:
-        raise UpstreamUnavailable(f"Cannot open the metadata database: {_safe(exc)}") from exc
-    return engine
-
-
-def is_sqlite(engine: Engine) -> bool:
-    return engine.dialect.name == "sqlite"
-
-
-def _take_over_sqlite_transactions(engine: Engine) -> None:
-    # pysqlite starts transactions lazily and never with IMMEDIATE; SQLAlchemy's documented
-    # recipe: disable that, then emit BEGIN ourselves. A connection with the execution
-    # option sqlite_immediate=True takes the write lock up front, so two workers claiming
-    # jobs serialise instead of failing with "database is locked" on lock upgrade.
-    @event.listens_for(engine, "connect")
-    def _connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA busy_timeout=30000")
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _begin(conn: Any) -> None:
-        immediate = conn.get_execution_options().get("sqlite_immediate", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-
-@contextmanager
-def write_session(engine: Engine) -> Iterator[Session]:
-    """A session whose transaction holds the write lock from its start on SQLite.
-
-    Objects stay readable after commit (no expiry), so callers can use what they wrote.
-    """
-    with Session(engine, expire_on_commit=False) as session:
-        if is_sqlite(engine):
-            session.connection(execution_options={"sqlite_immediate": True})
-        yield session
-
-
 def check_repo_name(full_name: str) -> str:
     parts = full_name.strip().strip("/").split("/")
     if len(parts) != 2 or not all(parts) or any(not _name_ok(p) for p in parts):
@@ -289,7 +227,7 @@ class Registry:
                 conn.execute(text("SELECT 1"))
         except SQLAlchemyError as exc:
             raise UpstreamUnavailable(
-                f"The metadata database is unreachable: {_safe(exc)}"
+                f"The metadata database is unreachable: {error_text(exc)}"
             ) from exc
 
 
@@ -308,8 +246,3 @@ def age_text(when: datetime | None, now: float | None = None) -> str:
 
 def _lines(value: str) -> list[str]:
     return [line.strip() for line in value.splitlines() if line.strip()]
-
-
-def _safe(exc: Exception) -> str:
-    # SQLAlchemy messages can carry the URL; keep only the driver's first line.
-    return str(getattr(exc, "orig", exc)).splitlines()[0][:200] if str(exc) else type(exc).__name__

@@ -22,6 +22,7 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import select
 
+from indexer.db import write_session
 from indexer.embedding import Embedder, EmbeddingCache
 from indexer.errors import CodeaskError, IndexingError
 from indexer.jobs import queue as jobs
@@ -38,7 +39,6 @@ from indexer.jobs.registry import (
     Job,
     Repo,
     utcnow,
-    write_session,
 )
 from indexer.settings import IndexerSettings
 from indexer.source import clone_or_update

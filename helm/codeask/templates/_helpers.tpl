@@ -168,7 +168,8 @@ checksum/secret: {{ include (print $.Template.BasePath "/secret.yaml") . | sha25
 {{/*
 The pod spec every codeask workload shares. Call with a dict:
   root: $, component: "serve", args: (list "serve"), values: the component's values,
-  env: extra env entries (YAML list text), extra: more container fields (YAML map text).
+  env: extra env entries (YAML list text), extra: more container fields (YAML map text),
+  waitForMigrations: true to start only once the metadata database is at head.
 */}}
 {{- define "codeask.podSpec" -}}
 {{- $root := .root }}
@@ -180,6 +181,25 @@ imagePullSecrets:
 {{- end }}
 securityContext:
   {{- toYaml $root.Values.podSecurityContext | nindent 2 }}
+{{- if and .waitForMigrations $root.Values.migrations.waitSeconds }}
+# Start only on a migrated database (the post-install / pre-upgrade Job migrates it).
+initContainers:
+  - name: wait-for-migrations
+    image: {{ include "codeask.image" $root | quote }}
+    imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+    args: ["db", "current", "--wait", {{ $root.Values.migrations.waitSeconds | quote }}]
+    envFrom:
+      {{- include "codeask.envFrom" $root | nindent 6 }}
+    env:
+      {{- include "codeask.secretEnv" $root | trim | nindent 6 }}
+      {{- include "codeask.runtimeEnv" $root | nindent 6 }}
+    resources:
+      {{- toYaml $root.Values.migrations.resources | nindent 6 }}
+    securityContext:
+      {{- toYaml $root.Values.securityContext | nindent 6 }}
+    volumeMounts:
+      {{- include "codeask.volumeMounts" $root | nindent 6 }}
+{{- end }}
 containers:
   - name: {{ .component }}
     image: {{ include "codeask.image" $root | quote }}

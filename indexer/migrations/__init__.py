@@ -1,0 +1,1 @@
+"""Alembic revisions of the metadata database (driven from :mod:`indexer.db`)."""
