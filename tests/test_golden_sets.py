@@ -183,7 +183,8 @@ def _strip_code(lines: list[str], lang: str) -> list[str]:
     """Return the lines with comments, strings, char and regex literals blanked.
 
     Good enough for well-formed library code: handles //, /* */, '..', "..",
-    `..${..}..` template literals (JS/TS), Java text blocks and JS regex literals.
+    `..${..}..` template literals (JS/TS), Java/Kotlin/Swift text blocks, JS regex literals, Go
+    `raw strings`, and Rust lifetimes (`'a`, not a char literal) and multi-line strings.
     """
     text = "\n".join(lines)
     out: list[str] = []
@@ -206,9 +207,21 @@ def _strip_code(lines: list[str], lang: str) -> list[str]:
             out.append(re.sub(r"[^\n]", " ", text[i:j]))
             i = j
             continue
-        if lang == "java" and text.startswith('"""', i):
+        if lang in ("java", "kotlin", "swift") and text.startswith('"""', i):
             j = text.find('"""', i + 3)
             j = n if j < 0 else j + 3
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+            prev_sig = '"'
+            continue
+        if lang == "rust" and ch == "'" and not re.match(r"'(\\.[^']*|[^'\\\n])'", text[i:]):
+            out.append(ch)  # a lifetime or loop label ('a, 'static), not a char literal
+            prev_sig = ch
+            i += 1
+            continue
+        if lang == "go" and ch == "`":  # raw string: no escapes, may span lines
+            j = text.find("`", i + 1)
+            j = n if j < 0 else j + 1
             out.append(re.sub(r"[^\n]", " ", text[i:j]))
             i = j
             prev_sig = '"'
@@ -223,7 +236,7 @@ def _strip_code(lines: list[str], lang: str) -> list[str]:
                     continue
                 if quote == "`" and text.startswith("${", j):
                     break
-                if c == quote or (c == "\n" and quote != "`"):
+                if c == quote or (c == "\n" and quote != "`" and lang != "rust"):
                     break
                 j += 1
             if quote == "`" and text.startswith("${", j):
@@ -300,6 +313,10 @@ _DEF_PATTERNS = (
     r"[\"']{name}[\"']\s*[:(]",
     r"^\s*{name}\s*\{{",  # Java enum constant with a body / static initializer block
     r"\bmodule\s+(?:[\w$]+\.)*{name}\s*\{{",  # Java module declaration
+    r"\bfunc\s+(\([^)]*\)\s*)?{name}\s*[\[(]",  # Go function / method (generic too)
+    r"\b(fn|struct|trait|mod|union|impl)\s+{name}\b",  # Rust items
+    r"\bmacro_rules!\s*{name}\b",  # Rust macro
+    r"\b(fun|object|struct|protocol|extension|actor|func|typealias)\s+{name}\b",  # Kotlin, Swift
 )
 
 
@@ -315,17 +332,21 @@ def check_brace(text: str, start: int, end: int, symbol: str, lang: str) -> None
     code = _strip_code(lines, lang)[start - 1 : end]
     name = _last(symbol)
 
-    # skip annotations / decorators (possibly with multi-line arguments)
+    def is_annotation(line: str) -> bool:
+        line = line.lstrip()
+        if lang == "rust":  # outer attributes: #[derive(...)], #[cfg(...)]
+            return line.startswith("#[")
+        if lang == "csharp":  # attributes: [Obsolete], [return: MaybeNull]
+            return line.startswith("[")
+        return line.startswith("@") and not line.startswith("@interface")
+
+    # skip annotations / decorators / attributes (possibly with multi-line arguments)
     k = 0
-    while (
-        k < len(rng)
-        and rng[k].lstrip().startswith("@")
-        and not re.match(r"\s*@interface\b", rng[k])
-    ):
-        paren = code[k].count("(") - code[k].count(")")
+    while k < len(rng) and is_annotation(rng[k]):
+        paren = sum(code[k].count(o) - code[k].count(c) for o, c in ("()", "[]"))
         k += 1
         while paren > 0 and k < len(rng):
-            paren += code[k].count("(") - code[k].count(")")
+            paren += sum(code[k].count(o) - code[k].count(c) for o, c in ("()", "[]"))
             k += 1
     assert k < len(rng), "range holds only annotations"
 
@@ -335,13 +356,14 @@ def check_brace(text: str, start: int, end: int, symbol: str, lang: str) -> None
         above = lines[j].strip()
         if not above or above.endswith((";", "{", "}", "*/")) or above.startswith(("//", "*")):
             break
-        assert not (above.startswith("@") and not above.startswith("@interface")), (
+        assert not is_annotation(above), (
             f"annotation/decorator at line {j + 1} belongs to the definition but is not in range"
         )
         j -= 1
     assert rng[0].strip(), "range starts with a blank line"
     first = rng[0].lstrip()
     assert not first.startswith(("/*", "//", "*")), "range starts with a comment"
+    assert code[0].strip(), "range starts inside a comment"
     assert _is_definition_line(code[k], name) or _is_definition_line(rng[k], name), (
         f"line {start + k} does not define {name!r}: {rng[k].strip()!r}"
     )
@@ -387,6 +409,39 @@ def check_brace(text: str, start: int, end: int, symbol: str, lang: str) -> None
         f"(at line {start + first_open + body.index(0)})"
     )
     assert "}" in code[-1], f"last line does not close the block: {rng[-1].strip()!r}"
+
+
+def check_ruby(text: str, start: int, end: int, symbol: str) -> None:
+    """``def``/``class``/``module`` line to the ``end`` at the same indentation.
+
+    Relies on conventionally indented code (as rubocop enforces); a one-line
+    definition (``def x = ...``, ``def x; end``) ends on its own line.
+    """
+    lines = text.split("\n")
+    assert end <= len(lines), f"end_line {end} beyond EOF ({len(lines)})"
+    name = re.escape(_last(symbol))
+    line = lines[start - 1]
+    m = re.match(
+        rf"^(\s*)(?:def\s+(?:self\.)?|class\s+|module\s+)(?:\w+::)*{name}(?=[\s(;=<]|$)", line
+    )
+    assert m, f"line {start} does not define {_last(symbol)!r}: {line.strip()!r}"
+    indent = m.group(1)
+    one_line = re.search(r"\bend\s*$", line) or re.match(
+        r"^\s*def\s+[\w.?!]+(\([^)]*\))?\s*=", line
+    )
+    if one_line:
+        assert end == start, f"one-line definition ends at line {start}, gold says {end}"
+        return
+    for j in range(start, len(lines)):
+        row = lines[j]
+        if not row.strip():
+            continue
+        depth = len(row) - len(row.lstrip())
+        if row.rstrip() == indent + "end":
+            assert end == j + 1, f"{_last(symbol)} ends at line {j + 1}, gold says {end}"
+            return
+        assert depth > len(indent), f"line {j + 1} is outdented before the closing 'end'"
+    raise AssertionError("no closing 'end'")
 
 
 _MD_FENCE = re.compile(r"^\s*(```|~~~)")
@@ -537,7 +592,12 @@ def check_xml(text: str, start: int, end: int, symbol: str) -> None:
     raise AssertionError(f"<{tag}> never closes")
 
 
-_BRACE_LANG = {".js": "js", ".mjs": "js", ".cjs": "js", ".ts": "ts", ".tsx": "ts", ".java": "java"}
+_BRACE_LANG = {
+    ".js": "js", ".mjs": "js", ".cjs": "js", ".ts": "ts", ".tsx": "ts", ".java": "java",
+    ".go": "go", ".rs": "rust", ".c": "c", ".h": "c", ".cs": "csharp", ".php": "php",
+    ".kt": "kotlin", ".kts": "kotlin", ".swift": "swift",
+    ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp",
+}  # fmt: skip
 
 
 def check_range(file: Path, start: int, end: int, symbol: str) -> None:
@@ -547,6 +607,8 @@ def check_range(file: Path, start: int, end: int, symbol: str) -> None:
     suffix = file.suffix.lower()
     if suffix == ".py":
         check_python(text, start, end, symbol)
+    elif suffix == ".rb":
+        check_ruby(text, start, end, symbol)
     elif suffix in _BRACE_LANG:
         check_brace(text, start, end, symbol, _BRACE_LANG[suffix])
     elif suffix == ".md":
@@ -641,6 +703,25 @@ def test_checker_self_test() -> None:
     rst = "Title\n=====\n\nSub\n---\n\ntext\n\nOther\n=====\n"
     check_heading(rst, 4, 7, "Sub", "rst")
     check_heading(rst, 1, 7, "Title", "rst")
+    go = "// Doc.\nfunc (u UUID) String() string {\n\treturn `}{`\n}\n\nfunc f() {}\n"
+    check_brace(go, 2, 4, "UUID.String", "go")
+    with pytest.raises(AssertionError):
+        check_brace(go, 2, 3, "UUID.String", "go")  # the raw string's braces are not code
+    rs = "/// Doc.\n#[inline]\npub fn parse<'a>(s: &'a str) -> &'a str {\n    let c = '{';\n    s\n}\n"
+    check_brace(rs, 2, 6, "parse", "rust")
+    with pytest.raises(AssertionError):
+        check_brace(rs, 3, 6, "parse", "rust")  # leaves out #[inline] above
+    c = "/* Look\n   f() does it. */\nint f(void) {\n    return '}';\n}\n"
+    check_brace(c, 3, 5, "f", "c")
+    with pytest.raises(AssertionError):
+        check_brace(c, 2, 5, "f", "c")  # starts inside the comment
+    rb = "class A\n  # Doc.\n  def f(x)\n    if x\n      1\n    end\n  end\n\n  def g = 2\nend\n"
+    check_ruby(rb, 3, 7, "A.f")
+    check_ruby(rb, 9, 9, "A.g")
+    with pytest.raises(AssertionError):
+        check_ruby(rb, 3, 6, "A.f")  # stops at the inner end
+    with pytest.raises(AssertionError):
+        check_ruby(rb, 2, 7, "A.f")  # starts at the comment
     js = '{\n  "a": 1,\n  "b": {\n    "c": [1, 2]\n  }\n}\n'
     check_json(js, 3, 5, "b")
     with pytest.raises(AssertionError):
