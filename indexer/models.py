@@ -71,6 +71,22 @@ class SearchRequest:
     question_weights: bool = True
 
 
+NameRole = Literal["defines", "references", "literals"]
+
+
+@dataclass(frozen=True)
+class NameRequest:
+    """Chunks of ``repos`` whose names index holds ``key`` (a lower-cased name) as ``role``.
+
+    An empty ``repos`` matches nothing (fail closed), as in a search.
+    """
+
+    key: str
+    repos: frozenset[str]
+    role: NameRole = "defines"
+    limit: int = 50
+
+
 @dataclass(frozen=True)
 class RepoState:
     """What a store holds for one repository."""

@@ -9,6 +9,7 @@ from indexer.lazy import lazy_attributes
 if TYPE_CHECKING:
     from bot.answer.asking import Asker, History, Question, registered_repos
     from bot.answer.citations import UNCITED_NOTE, UNVERIFIED_NOTE, check_citations
+    from bot.answer.lookup import NamePlace, check_name, look_up
     from bot.answer.model_card import GATE_MRR_GAIN, enabled_by_default, read_card, write_card
     from bot.answer.pipeline import AnswerPipeline, check_question
     from bot.answer.records import AnsweredQuestion, seen_here
@@ -36,6 +37,7 @@ _HOME = {
     "GITHUB_WEB": "bot.answer.result",
     "History": "bot.answer.asking",
     "NOT_FOUND_TEXT": "bot.answer.result",
+    "NamePlace": "bot.answer.lookup",
     "OnnxCrossEncoderReranker": "bot.answer.rerank",
     "Question": "bot.answer.asking",
     "Reranker": "bot.answer.rerank",
@@ -45,9 +47,11 @@ _HOME = {
     "UNCITED_NOTE": "bot.answer.citations",
     "UNVERIFIED_NOTE": "bot.answer.citations",
     "check_citations": "bot.answer.citations",
+    "check_name": "bot.answer.lookup",
     "check_question": "bot.answer.pipeline",
     "enabled_by_default": "bot.answer.model_card",
     "load_reranker": "bot.answer.rerank",
+    "look_up": "bot.answer.lookup",
     "pair_text": "bot.answer.rerank",
     "read_card": "bot.answer.model_card",
     "registered_repos": "bot.answer.asking",
@@ -69,15 +73,18 @@ __all__ = [
     "Asker",
     "CrossEncoderReranker",
     "History",
+    "NamePlace",
     "OnnxCrossEncoderReranker",
     "Question",
     "Reranker",
     "RetrievalCache",
     "Source",
     "check_citations",
+    "check_name",
     "check_question",
     "enabled_by_default",
     "load_reranker",
+    "look_up",
     "pair_text",
     "read_card",
     "registered_repos",

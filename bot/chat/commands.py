@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bot.answer import check_name
 from indexer.errors import AccessDenied, CodeaskError, ConfigError, InvalidInput
 from indexer.jobs import (
     KIND_DELETE,
@@ -31,6 +32,7 @@ from indexer.jobs import queue as jobs
 from indexer.source import remote_head
 
 if TYPE_CHECKING:
+    from bot.answer import NamePlace
     from bot.services import Services
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,8 @@ Commands:
   link                                   link your GitHub account (to read private repos)
   link confirm CODE                      finish it with the code the sign-in page showed
   unlink                                 remove that link
+  defs NAME                              where NAME is defined (repositories you may read here)
+  refs NAME                              where NAME is used: calls, types, imports, literals
 Admin commands:
   repo add owner/name [--branch B] [--include GLOB]... [--exclude GLOB]...
   repo list                              registered repositories and their freshness
@@ -124,6 +128,10 @@ class CommandContext:
     link_url: Callable[[Invoker], str] | None = None  # OAuth start URL
     # Confirms a finished GitHub sign-in with the code its page showed; the GitHub login.
     link_confirm: Callable[[Invoker, str], str] | None = None
+    # defs / refs: (invoker, "defs" | "refs", name) -> the places, found only in the
+    # repositories the invoker may see answers from where the command was run.
+    find_names: Callable[[Invoker, str, str], list[NamePlace]] | None = None
+    web_url: str = "https://github.com"
 
 
 def parse_admins(*values: str | list[str]) -> frozenset[str]:
@@ -166,6 +174,8 @@ class Commands:
             return user_commands[head](invoker)
         if head == "link":
             return self.link(invoker, args)
+        if head in ("defs", "refs"):
+            return self.names(invoker, head, args)
         admin_commands: dict[tuple[str, str], Callable[[Invoker, list[str]], CommandResult]] = {
             ("repo", "add"): self.repo_add,
             ("repo", "list"): self.repo_list,
@@ -361,6 +371,21 @@ class Commands:
             ]
         )
 
+    def names(self, invoker: Invoker, kind: str, args: list[str]) -> CommandResult:
+        if len(args) != 1:
+            raise InvalidInput(f"Usage: `{kind} NAME` (one name, e.g. `{kind} parse_url`).")
+        if self.ctx.find_names is None:
+            raise ConfigError("Looking up names is not available here.")
+        name = check_name(args[0])
+        places = self.ctx.find_names(invoker, kind, name)
+        what = "Definitions" if kind == "defs" else "References"
+        if not places:
+            where = "here" if invoker.channel_id else "in the repositories you may read"
+            return CommandResult([f"No {what.lower()} of `{name}` {where}."])
+        lines = [f"{what} of `{name}`:"]
+        lines += [f"• {p.label}  {p.chunk.symbol}  {p.link(self.ctx.web_url)}" for p in places]
+        return CommandResult(lines)
+
     def unlink(self, invoker: Invoker) -> CommandResult:
         removed = self.ctx.access().unlink(invoker.platform, invoker.user_id)
         self.ctx.registry.audit(invoker.qualified_id, "unlink", invoker.qualified_id)
@@ -445,6 +470,19 @@ def command_context(services: Services) -> CommandContext:
         linker = OAuthLinker(services.acl, services.acl_store)
         return linker.confirm(Principal(invoker.platform, invoker.user_id), code).github_login
 
+    def find_names(invoker: Invoker, kind: str, name: str) -> list[NamePlace]:
+        from acl import Place, Principal
+        from bot.answer import look_up, registered_repos
+
+        place = Place("channel", invoker.channel_id) if invoker.channel_id else Place("dm")
+        if invoker.platform == "cli":
+            place = Place("cli")
+        registered = registered_repos(services.store)
+        access = services.resolver.allowed_repos(
+            Principal(invoker.platform, invoker.user_id), place, registered
+        )
+        return look_up(services.store, kind, name, access.repos)  # type: ignore[arg-type]
+
     return CommandContext(
         registry=services.registry,
         github=lambda: services.github,
@@ -455,6 +493,8 @@ def command_context(services: Services) -> CommandContext:
         admins=parse_admins(services.bot.admins),
         link_url=link_url if linking else None,
         link_confirm=link_confirm if linking else None,
+        find_names=find_names,
+        web_url=services.acl.github_web_url,
     )
 
 

@@ -154,6 +154,67 @@ def search(
         )
 
 
+def _names(
+    kind: str,
+    name: str,
+    repo: list[str] | None,
+    as_github: str | None,
+    place: str | None,
+    as_json: bool,
+) -> None:
+    from bot.answer import check_name, look_up
+
+    check_name(name)
+    services = Services()
+    repos = _allowed_repos(services, repo, as_github, place)
+    places = look_up(services.store, kind, name, repos)  # type: ignore[arg-type]
+    web = services.acl.github_web_url
+    if as_json:
+        rows = [
+            {
+                "repo": p.chunk.repo,
+                "path": p.chunk.path,
+                "line": p.line,
+                "start_line": p.chunk.start_line,
+                "end_line": p.chunk.end_line,
+                "symbol": p.chunk.symbol,
+                "url": p.link(web),
+            }
+            for p in places
+        ]
+        out.print(json.dumps(rows, indent=2))
+        return
+    if not places:
+        what = "definition" if kind == "defs" else "reference"
+        out.print(f"No {what} of {name!r} in {len(repos)} indexed repositories you may read.")
+    for p in places:
+        out.print(f"{p.label}  {p.chunk.symbol}  {p.link(web)}")
+
+
+@app.command()
+def defs(
+    name: Annotated[str, typer.Argument(help="A function, class, method or constant name")],
+    repo: Annotated[list[str] | None, typer.Option(help="Restrict to these repos")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_github: Annotated[str | None, typer.Option(help=AS_GITHUB_HELP)] = None,
+    place: Annotated[str | None, typer.Option(help=PLACE_HELP)] = None,
+) -> None:
+    """Where NAME is defined (every repository you may read), with commit-pinned links."""
+    _names("defs", name, repo, as_github, place, as_json)
+
+
+@app.command()
+def refs(
+    name: Annotated[str, typer.Argument(help="A name, or a literal such as an env var")],
+    repo: Annotated[list[str] | None, typer.Option(help="Restrict to these repos")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    as_github: Annotated[str | None, typer.Option(help=AS_GITHUB_HELP)] = None,
+    place: Annotated[str | None, typer.Option(help=PLACE_HELP)] = None,
+) -> None:
+    """Where NAME is used: calls, type uses, imports, and literals that hold it."""
+    _names("refs", name, repo, as_github, place, as_json)
+
+
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="Your question")],

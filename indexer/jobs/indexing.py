@@ -22,6 +22,7 @@ from indexer.models import VISIBILITIES, Chunk, RepoState
 from indexer.source import (
     CHUNKER_VERSION,
     EMPTY_BLOB_SHA,
+    NAMES_VERSION,
     Skipped,
     SourceFile,
     chunk_file,
@@ -71,7 +72,7 @@ class IndexReport:
 
 def config_version(embedder: Embedder) -> str:
     """Changes when chunks or vectors would differ: then the whole repo is re-indexed."""
-    return f"chunker-{CHUNKER_VERSION}/{embedder.name}"
+    return f"chunker-{CHUNKER_VERSION}/names-{NAMES_VERSION}/{embedder.name}"
 
 
 def index_repository(

@@ -14,6 +14,7 @@ from indexer.source.gitrepo import (
     run_git,
 )
 from indexer.source.languages import IMPORT_LINE, kind_for, language_for
+from indexer.source.names import MAX_NAME, NAMES_VERSION, ChunkNames, chunk_names, name_key
 from indexer.source.tokens import code_tokens, identifiers_in, query_terms
 from indexer.source.walking import (
     EMPTY_BLOB_SHA,
@@ -32,10 +33,14 @@ __all__ = [
     "EMPTY_BLOB_SHA",
     "IMPORT_LINE",
     "LOCK_FILES",
+    "MAX_NAME",
+    "NAMES_VERSION",
     "SKIP_DIRS",
+    "ChunkNames",
     "Skipped",
     "SourceFile",
     "chunk_file",
+    "chunk_names",
     "clone_or_update",
     "code_tokens",
     "committed_blobs",
@@ -48,6 +53,7 @@ __all__ = [
     "kind_for",
     "language_for",
     "name_from_url",
+    "name_key",
     "query_terms",
     "remote_head",
     "repo_name_for",

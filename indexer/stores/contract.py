@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from indexer.errors import AccessDenied
-from indexer.models import Chunk, Hit, RepoState, SearchRequest
+from indexer.models import Chunk, Hit, NameRequest, RepoState, SearchRequest
 from indexer.stores.fusion import rrf
 from indexer.stores.query import LIST_WEIGHTS, example_weight, kind_weights
 
@@ -62,6 +62,10 @@ class SearchBackend(Protocol):
     def search(self, request: SearchRequest) -> list[Hit]:
         """Fused hits, only from ``request.repos`` (the filter is part of every query)."""
 
+    def find_names(self, request: NameRequest) -> list[Chunk]:
+        """Chunks that define, reference or hold as a literal ``request.key``, only from
+        ``request.repos`` (filtered inside the query), by repository, path and line."""
+
     def close(self) -> None: ...
 
 
@@ -99,6 +103,14 @@ def assert_allowed(hits: Sequence[Hit], repos: frozenset[str]) -> None:
             raise AccessDenied(
                 "A search result fell outside the repositories you may read; nothing was shown."
             )
+
+
+def assert_chunks_allowed(chunks: Sequence[Chunk], repos: frozenset[str]) -> None:
+    """The same defence for chunks found by name."""
+    if any(c.repo not in repos for c in chunks):
+        raise AccessDenied(
+            "A result fell outside the repositories you may read; nothing was shown."
+        )
 
 
 def top_k_indices(scores: np.ndarray, n: int) -> list[int]:

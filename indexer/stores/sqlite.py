@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from indexer.errors import ConfigError, StoreUnavailable
-from indexer.models import Chunk, Hit, RepoState, SearchRequest
-from indexer.source import code_tokens, query_terms
-from indexer.stores.contract import fuse, top_k_indices
+from indexer.models import Chunk, Hit, NameRequest, RepoState, SearchRequest
+from indexer.source import chunk_names, code_tokens, query_terms
+from indexer.stores.contract import assert_chunks_allowed, fuse, top_k_indices
 from indexer.stores.query import symbol_terms
 
 _SCHEMA = """
@@ -42,6 +42,15 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5 (
     symbol, path, header, body, repo, tokenize = "porter unicode61 tokenchars '_'"
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vocab USING fts5vocab (chunks_fts, 'row');
+-- The names index: what each chunk defines, references and holds as a literal (lower-cased
+-- keys, indexer.source.names), for codeask defs / refs.
+CREATE TABLE IF NOT EXISTS chunk_names (
+    chunk_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    key TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunk_names_key ON chunk_names (key, role);
+CREATE INDEX IF NOT EXISTS chunk_names_chunk ON chunk_names (chunk_id);
 CREATE TABLE IF NOT EXISTS repos (
     repo TEXT PRIMARY KEY,
     commit_sha TEXT NOT NULL,
@@ -99,6 +108,15 @@ def _row_to_chunk(row: Sequence[object]) -> Chunk:
         header=str(header),
         text=str(text),
     )
+
+
+def _name_rows(chunk: Chunk) -> list[tuple[str, str]]:
+    names = chunk_names(chunk)
+    return [
+        *(("defines", k) for k in names.defines),
+        *(("references", k) for k in names.references),
+        *(("literals", k) for k in names.literals),
+    ]
 
 
 class SqliteStore:
@@ -194,6 +212,10 @@ class SqliteStore:
                     f"DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE {where})",
                     (repo, *part),
                 )
+                conn.execute(
+                    f"DELETE FROM chunk_names WHERE chunk_id IN (SELECT id FROM chunks WHERE {where})",
+                    (repo, *part),
+                )
                 conn.execute(f"DELETE FROM chunks WHERE {where}", (repo, *part))
             for chunk, vector in zip(chunks, vectors, strict=True):
                 cur = conn.execute(
@@ -221,6 +243,11 @@ class SqliteStore:
                     "VALUES (?,?,?,?,?,?)",
                     (cur.lastrowid, *fts_document(chunk)),
                 )
+                conn.execute("DELETE FROM chunk_names WHERE chunk_id = ?", (chunk.id,))
+                conn.executemany(
+                    "INSERT INTO chunk_names VALUES (?,?,?)",
+                    [(chunk.id, role, key) for role, key in _name_rows(chunk)],
+                )
             count = conn.execute("SELECT count(*) FROM chunks WHERE repo = ?", (repo,)).fetchone()[
                 0
             ]
@@ -247,6 +274,10 @@ class SqliteStore:
         try:
             conn.execute(
                 "DELETE FROM chunks_fts WHERE rowid IN (SELECT rowid FROM chunks WHERE repo = ?)",
+                (repo,),
+            )
+            conn.execute(
+                "DELETE FROM chunk_names WHERE chunk_id IN (SELECT id FROM chunks WHERE repo = ?)",
                 (repo,),
             )
             conn.execute("DELETE FROM chunks WHERE repo = ?", (repo,))
@@ -291,6 +322,23 @@ class SqliteStore:
             )
             out.extend(_row_to_chunk(r) for r in rows)
         return out
+
+    def find_names(self, request: NameRequest) -> list[Chunk]:
+        """Chunks of ``request.repos`` whose names index holds the name in ``request.role``."""
+        if not request.repos or not request.key:
+            return []
+        repos = sorted(request.repos)
+        marks = ",".join("?" * len(repos))
+        rows = self._conn().execute(
+            f"SELECT DISTINCT {', '.join('c.' + c for c in _COLUMNS.split(', '))} "
+            "FROM chunk_names n JOIN chunks c ON c.id = n.chunk_id "
+            f"WHERE n.key = ? AND n.role = ? AND c.repo IN ({marks}) "
+            "ORDER BY c.repo, c.path, c.start_line LIMIT ?",
+            (request.key, request.role, *repos, request.limit),
+        )
+        found = [_row_to_chunk(r) for r in rows]
+        assert_chunks_allowed(found, request.repos)
+        return found
 
     def bm25(self, text: str, repos: frozenset[str], n: int) -> list[str]:
         terms = self._informative_terms(query_terms(text))

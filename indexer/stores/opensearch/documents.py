@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from indexer.models import Chunk, RepoState, SearchRequest
-from indexer.source import query_terms
+from indexer.models import Chunk, NameRequest, RepoState, SearchRequest
+from indexer.source import chunk_names, query_terms
 from indexer.stores.query import symbol_terms
 
 # FTS5 scores a chunk as ONE document whose column term counts are weighted before BM25
@@ -20,7 +20,7 @@ from indexer.stores.query import symbol_terms
 # the embedded store's 0.710 (weights chosen on the golden sets, eval/README.md).
 BM25_FIELDS = ("symbol^2", "path.words", "header^0.1", "text")
 BM25_TYPE = "cross_fields"
-_HIDDEN_SOURCE = ["embedding", "run", "retired"]
+_HIDDEN_SOURCE = ["embedding", "run", "retired", "defines", "references", "literals"]
 
 
 def chunk_source(chunk: Chunk, vector: np.ndarray, run: str) -> dict[str, Any]:
@@ -37,9 +37,38 @@ def chunk_source(chunk: Chunk, vector: np.ndarray, run: str) -> dict[str, Any]:
         "blob_sha": chunk.blob_sha,
         "header": chunk.header,
         "text": chunk.text,
+        **_names_fields(chunk),
         "run": run,
         # Eight decimals keep float32 precision for unit vectors at half the JSON size.
         "embedding": np.round(np.asarray(vector, dtype=np.float64), 8).tolist(),
+    }
+
+
+def _names_fields(chunk: Chunk) -> dict[str, list[str]]:
+    names = chunk_names(chunk)
+    return {
+        "defines": list(names.defines),
+        "references": list(names.references),
+        "literals": list(names.literals),
+    }
+
+
+def names_body(request: NameRequest, hidden_runs: Iterable[str] = ()) -> dict[str, Any]:
+    """The chunks holding ``request.key`` in ``request.role``, among the visible chunks of
+    ``request.repos`` only, by repository, path and line (the order of the embedded store)."""
+    return {
+        "size": request.limit,
+        "track_total_hits": False,
+        "_source": {"excludes": _HIDDEN_SOURCE},
+        "query": {
+            "bool": {
+                "filter": [
+                    {"term": {request.role: request.key}},
+                    visible_filter(request.repos, hidden_runs),
+                ]
+            }
+        },
+        "sort": [{"repo": "asc"}, {"path": "asc"}, {"start_line": "asc"}],
     }
 
 

@@ -10,10 +10,12 @@ from typing import Any
 
 # Bump when the analysis chain or the mapping changes in a way old indices do not have;
 # ``check_mapping`` then refuses the old index and the migration path takes over.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Fields a later version only adds: an index of the version before gets them in place
-# (``in_place_upgrade``), as its documents read right without them. 3: ``retired``.
-_ADDED_IN = {3: ("retired",)}
+# (``in_place_upgrade``), as its documents read right without them. 3: ``retired``;
+# 4: the names index (its documents get names when their repository is next indexed:
+# the names version is part of each repository's config version).
+_ADDED_IN = {3: ("retired",), 4: ("defines", "references", "literals")}
 
 # Splits identifiers at case changes, acronym runs, underscores and digits, keeping the
 # whole token: ``parseHTTPRequest`` → parsehttprequest, parse, http, request. This is what
@@ -92,6 +94,10 @@ def chunk_properties(dimension: int, encoding: str = "float") -> dict[str, Any]:
             },
         },
         "symbol": {**_CODE_TEXT, "fields": {"raw": _KEYWORD}},
+        # The names index (indexer.source.names): lower-cased keys, matched exactly.
+        "defines": _KEYWORD,
+        "references": _KEYWORD,
+        "literals": _KEYWORD,
         "header": _CODE_TEXT,
         "text": _CODE_TEXT,
         "start_line": {"type": "integer"},

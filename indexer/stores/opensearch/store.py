@@ -19,9 +19,9 @@ from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
 from indexer.errors import ConfigError, StoreUnavailable
-from indexer.models import Chunk, Hit, RepoState, SearchRequest
+from indexer.models import Chunk, Hit, NameRequest, RepoState, SearchRequest
 from indexer.settings import IndexerSettings
-from indexer.stores.contract import fuse
+from indexer.stores.contract import assert_chunks_allowed, fuse
 from indexer.stores.opensearch import runs
 from indexer.stores.opensearch.client import (
     DEFAULT_RETRY_DELAYS,
@@ -31,6 +31,7 @@ from indexer.stores.opensearch.client import (
     translate,
 )
 from indexer.stores.opensearch.documents import (
+    names_body,
     replaced_for_good,
     repo_state_of,
     search_bodies,
@@ -384,6 +385,32 @@ class OpenSearchStore:
             view = now
         log.warning("the index kept changing during a search; answering from the last view")
         return hits
+
+    def find_names(self, request: NameRequest) -> list[Chunk]:
+        """Chunks of ``request.repos`` that hold the name, from one view of their states."""
+        if not request.repos or not request.key:
+            return []  # fail closed, as a search
+        view = self._view(request.repos)
+        for _ in range(_VIEW_ATTEMPTS):
+            found = self._names_in(request, view.hidden)
+            now = self._view(request.repos)
+            if now == view:
+                break
+            view = now
+        assert_chunks_allowed(found, request.repos)
+        return found
+
+    def _names_in(self, request: NameRequest, hidden_runs: frozenset[str]) -> list[Chunk]:
+        kwargs: dict[str, Any] = {
+            "index": self.alias,
+            "body": names_body(request, hidden_runs),
+            "ignore_unavailable": True,  # nothing indexed yet: nothing found
+        }
+        if self.routing:  # only the shards that hold the allowed repositories
+            kwargs["routing"] = ",".join(sorted(request.repos))
+        response = self._call("find names", lambda: self.client.search(**kwargs))
+        chunks = [source_chunk(h["_source"]) for h in response["hits"]["hits"]]
+        return list({c.id: c for c in chunks}.values())
 
     def _view(self, repos: frozenset[str]) -> _View:
         """The runs pending in ``repos`` and a version of their states.

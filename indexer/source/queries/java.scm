@@ -1,0 +1,14 @@
+(class_declaration name: (identifier) @name) @definition.class
+(interface_declaration name: (identifier) @name) @definition.class
+(enum_declaration name: (identifier) @name) @definition.class
+(record_declaration name: (identifier) @name) @definition.class
+(annotation_type_declaration name: (identifier) @name) @definition.class
+(method_declaration name: (identifier) @name) @definition.method
+(constructor_declaration name: (identifier) @name) @definition.method
+(field_declaration declarator: (variable_declarator name: (identifier) @name)) @definition.constant
+(method_invocation name: (identifier) @name) @reference.call
+(object_creation_expression type: (type_identifier) @name) @reference.call
+(type_identifier) @name @reference.type
+(import_declaration (scoped_identifier) @name) @reference.import
+(field_access) @name @reference.attribute
+(string_fragment) @literal

@@ -1,0 +1,16 @@
+(class_declaration name: (identifier) @name) @definition.class
+(function_declaration name: (identifier) @name) @definition.function
+(generator_function_declaration name: (identifier) @name) @definition.function
+(method_definition name: (property_identifier) @name) @definition.method
+(program (lexical_declaration (variable_declarator name: (identifier) @name) @definition.constant))
+(program (variable_declaration (variable_declarator name: (identifier) @name) @definition.constant))
+(program (export_statement (lexical_declaration (variable_declarator name: (identifier) @name) @definition.constant)))
+(call_expression function: (identifier) @name) @reference.call
+(call_expression function: (member_expression property: (property_identifier) @name)) @reference.call
+(new_expression constructor: (identifier) @name) @reference.call
+(class_heritage (identifier) @name) @reference.type
+(import_specifier name: (identifier) @name) @reference.import
+(import_clause (identifier) @name) @reference.import
+(import_statement source: (string (string_fragment) @name)) @reference.import
+(member_expression) @name @reference.attribute
+(string_fragment) @literal
