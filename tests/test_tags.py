@@ -87,7 +87,7 @@ CASES: dict[str, tuple[str, set[tuple[str, str]], set[str]]] = {
         "interface Codec {}\n",
         {
             ("Gson", "class"),
-            ("Gson.MAX_DEPTH", "constant"),
+            ("Gson.MAX_DEPTH", "field"),
             ("Gson.toJson", "method"),
             ("Codec", "class"),
         },
@@ -109,10 +109,9 @@ CASES: dict[str, tuple[str, set[tuple[str, str]], set[str]]] = {
         "  void build(Keyset &keyset) {\n    builder_.build(keyset);\n  }\n};\n\n}  // namespace marisa\n\n"
         "void Trie::clear() {\n  std::swap(a, b);\n}\n",
         {
-            ("marisa", "class"),
             ("marisa.Trie", "class"),
             ("marisa.Trie.build", "method"),
-            ("clear", "method"),
+            ("Trie.clear", "method"),
         },
         {"vector", "Base", "Keyset", "swap"},
     ),
@@ -121,9 +120,8 @@ CASES: dict[str, tuple[str, set[tuple[str, str]], set[str]]] = {
         "    const int MaxDepth = 8;\n    public static object ToManaged(IntPtr value) {\n"
         "      return Decode(value, new StringBuilder());\n    }\n  }\n}\n",
         {
-            ("Python.Runtime", "class"),
             ("Python.Runtime.Converter", "class"),
-            ("Python.Runtime.Converter.MaxDepth", "constant"),
+            ("Python.Runtime.Converter.MaxDepth", "field"),
             ("Python.Runtime.Converter.ToManaged", "method"),
         },
         {"Base", "Decode", "StringBuilder", "IntPtr"},

@@ -4,7 +4,7 @@ Each grammar has a query file in ``queries/<language>.scm`` (the same capture na
 the tags queries of GitHub's code navigation): ``@definition.<kind>`` and
 ``@reference.<kind>`` around a ``@name``, ``@literal`` for string contents, ``@scope``
 around a ``@name`` for a block that qualifies the definitions inside it without being one
-(a Rust ``impl``), and ``@receiver`` for the type a Go method belongs to. The Python here
+(a namespace; ``@scope.methods`` when its functions are methods, a Rust ``impl``), and ``@receiver`` for the type a Go method belongs to. The Python here
 is the same for every language; what differs per grammar is in those files.
 """
 
@@ -36,7 +36,7 @@ class Tag:
     """A name the code defines or references, on a 1-based line."""
 
     name: str
-    kind: str  # function | method | class | type (alias) | constant | call | type | import | attribute
+    kind: str  # function | method | class | type (alias) | constant | field | call | import | attribute
     role: str  # definition | reference
     line: int
     qualified: str  # ``Client.send`` for a method of class Client, else the name
@@ -50,18 +50,18 @@ def tags(language: str, source: bytes) -> list[Tag]:
         return []
     definitions, references, _, receivers = found
     classes = sorted(
-        (node.start_byte, node.end_byte, name)
+        (node.start_byte, node.end_byte, name, kind != "scope")
         for kind, node, name in definitions
-        if kind in ("class", "scope")
+        if kind in ("class", "scope", "scope.methods")
     )
     out: list[Tag] = []
     for kind, node, name in definitions:
-        if kind == "scope":
+        if kind.startswith("scope"):
             continue
         owner = _owners(classes, node) or receivers.get(_span(node), [])
         qualified = ".".join([*owner, name])
-        if kind == "function" and owner:
-            kind = "method"
+        if kind == "function" and _in_class(classes, node):
+            kind = "method"  # a function in a class (not in a namespace or module block)
         out.append(Tag(name, kind, "definition", node.start_point[0] + 1, qualified[:MAX_NAME]))
     for kind, node, name in references:
         out.append(Tag(name, kind, "reference", node.start_point[0] + 1, name))
@@ -69,13 +69,24 @@ def tags(language: str, source: bytes) -> list[Tag]:
     return out[:MAX_TAGS]
 
 
-def _owners(classes: list[tuple[int, int, str]], node: Any) -> list[str]:
-    """The names of the class-like definitions around ``node``, outermost first."""
+Owner = tuple[int, int, str, bool]  # (start byte, end byte, name, a class: not a scope)
+
+
+def _around(classes: list[Owner], node: Any) -> list[Owner]:
     return [
-        name
-        for start, end, name in classes
-        if start <= node.start_byte and node.end_byte <= end and (start, end) != _span(node)
+        c
+        for c in classes
+        if c[0] <= node.start_byte and node.end_byte <= c[1] and (c[0], c[1]) != _span(node)
     ]
+
+
+def _owners(classes: list[Owner], node: Any) -> list[str]:
+    """The names of the class-like definitions and scopes around ``node``, outermost first."""
+    return [c[2] for c in _around(classes, node)]
+
+
+def _in_class(classes: list[Owner], node: Any) -> bool:
+    return any(c[3] for c in _around(classes, node))
 
 
 def _span(node: Any) -> tuple[int, int]:
@@ -143,8 +154,8 @@ def _captures(
             continue
         for capture, nodes in captured.items():
             role, _, kind = capture.partition(".")
-            if role == "scope":
-                definitions.append(("scope", nodes[0], name))
+            if role == "scope":  # @scope: a namespace; @scope.methods: a Rust impl
+                definitions.append((capture, nodes[0], name))
             elif role == "definition" and kind:
                 definitions.append((kind, nodes[0], name))
             elif role == "reference" and kind:

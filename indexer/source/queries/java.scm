@@ -5,7 +5,7 @@
 (annotation_type_declaration name: (identifier) @name) @definition.class
 (method_declaration name: (identifier) @name) @definition.method
 (constructor_declaration name: (identifier) @name) @definition.method
-(field_declaration declarator: (variable_declarator name: (identifier) @name)) @definition.constant
+(field_declaration declarator: (variable_declarator name: (identifier) @name)) @definition.field
 (method_invocation name: (identifier) @name) @reference.call
 (object_creation_expression type: (type_identifier) @name) @reference.call
 (type_identifier) @name @reference.type

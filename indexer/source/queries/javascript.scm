@@ -2,6 +2,7 @@
 (function_declaration name: (identifier) @name) @definition.function
 (generator_function_declaration name: (identifier) @name) @definition.function
 (method_definition name: (property_identifier) @name) @definition.method
+(variable_declarator name: (identifier) @name value: [(arrow_function) (function_expression)]) @definition.function
 (program (lexical_declaration (variable_declarator name: (identifier) @name) @definition.constant))
 (program (variable_declaration (variable_declarator name: (identifier) @name) @definition.constant))
 (program (export_statement (lexical_declaration (variable_declarator name: (identifier) @name) @definition.constant)))

@@ -5,7 +5,7 @@
 (trait_item name: (type_identifier) @name) @definition.class
 (union_item name: (type_identifier) @name) @definition.class
 (type_item name: (type_identifier) @name) @definition.class
-(mod_item name: (identifier) @name) @definition.class
+(mod_item name: (identifier) @name) @scope
 (const_item name: (identifier) @name) @definition.constant
 (static_item name: (identifier) @name) @definition.constant
 (macro_definition name: (identifier) @name) @definition.function
@@ -18,4 +18,4 @@
 (scoped_identifier) @name @reference.attribute
 (string_content) @literal
 ; An impl block only names the type its functions belong to.
-(impl_item type: (type_identifier) @name) @scope
+(impl_item type: (type_identifier) @name) @scope.methods

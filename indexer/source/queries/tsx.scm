@@ -5,6 +5,7 @@
 (enum_declaration name: (identifier) @name) @definition.class
 (function_declaration name: (identifier) @name) @definition.function
 (method_definition name: (property_identifier) @name) @definition.method
+(variable_declarator name: (identifier) @name value: [(arrow_function) (function_expression)]) @definition.function
 (method_signature name: (property_identifier) @name) @definition.method
 (program (lexical_declaration (variable_declarator name: (identifier) @name) @definition.constant))
 (program (export_statement (lexical_declaration (variable_declarator name: (identifier) @name) @definition.constant)))
