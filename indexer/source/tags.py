@@ -167,9 +167,13 @@ def _text(node: Any) -> str:
     return bytes(node.text or b"").decode("utf-8", "replace")
 
 
+# Grammars that read another's query file (TSX is TypeScript with markup).
+_SAME_QUERIES = {"tsx": "typescript"}
+
+
 @functools.cache
 def _query(language: str) -> Any:
-    path = QUERIES / f"{language}.scm"
+    path = QUERIES / f"{_SAME_QUERIES.get(language, language)}.scm"
     if not path.is_file():
         return None
     from tree_sitter import Query
