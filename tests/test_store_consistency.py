@@ -386,19 +386,23 @@ def test_every_search_list_filters_by_repository_and_visibility_together() -> No
     assert {"terms": {"run": ["pending-run"]}} in allowed["bool"]["must_not"]
 
 
-def test_only_an_index_one_version_behind_is_upgraded_in_place() -> None:
+def test_only_indexes_whose_later_versions_only_added_fields_are_upgraded_in_place() -> None:
     mappings = chunk_index_body(DIM, 1, 0, "codeask-chunks")["mappings"]
     assert in_place_upgrade(mappings, DIM) is None  # current: nothing to do
-    before = {
-        **mappings,
-        "_meta": {"codeask_schema": SCHEMA_VERSION - 1},
-        "properties": {k: v for k, v in mappings["properties"].items() if k != "retired"},
-    }
-    body = in_place_upgrade(before, DIM)
-    assert body == {
+    names = ("defines", "references", "literals")  # schema 4 added the names index
+    keyword = {"type": "keyword"}
+
+    def at(version: int, missing: tuple[str, ...]) -> dict[str, object]:
+        kept = {k: v for k, v in mappings["properties"].items() if k not in missing}
+        return {**mappings, "_meta": {"codeask_schema": version}, "properties": kept}
+
+    assert in_place_upgrade(at(3, names), DIM) == {
         "_meta": {"codeask_schema": SCHEMA_VERSION},
-        "properties": {"retired": {"type": "keyword"}},
+        "properties": dict.fromkeys(names, keyword),
     }
-    assert in_place_upgrade(before, DIM + 1) is None  # another dimension: migrate-index
-    older = {**before, "_meta": {"codeask_schema": SCHEMA_VERSION - 2}}
-    assert in_place_upgrade(older, DIM) is None
+    assert in_place_upgrade(at(2, ("retired", *names)), DIM) == {
+        "_meta": {"codeask_schema": SCHEMA_VERSION},
+        "properties": dict.fromkeys(("retired", *names), keyword),
+    }
+    assert in_place_upgrade(at(3, names), DIM + 1) is None  # another dimension: migrate-index
+    assert in_place_upgrade(at(1, ("retired", *names)), DIM) is None  # 2 changed more

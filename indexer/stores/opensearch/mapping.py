@@ -11,8 +11,9 @@ from typing import Any
 # Bump when the analysis chain or the mapping changes in a way old indices do not have;
 # ``check_mapping`` then refuses the old index and the migration path takes over.
 SCHEMA_VERSION = 4
-# Fields a later version only adds: an index of the version before gets them in place
-# (``in_place_upgrade``), as its documents read right without them. 3: ``retired``;
+# Fields a later version only adds: an index of an earlier version gets them in place
+# when every version since only added fields (``in_place_upgrade``), as its documents
+# read right without them. 3: ``retired``;
 # 4: the names index (its documents get names when their repository is next indexed:
 # the names version is part of each repository's config version).
 _ADDED_IN = {3: ("retired",), 4: ("defines", "references", "literals")}
@@ -230,11 +231,13 @@ def in_place_upgrade(
     """The ``put_mapping`` body that brings an index of the previous schema version up to
     this one by adding fields, or None when that is not enough (or nothing is needed)."""
     version = mapping.get("_meta", {}).get("codeask_schema")
-    added = _ADDED_IN.get(SCHEMA_VERSION, ())
-    if version != SCHEMA_VERSION - 1 or not added:
+    if not isinstance(version, int) or version >= SCHEMA_VERSION:
         return None
+    steps = range(version + 1, SCHEMA_VERSION + 1)
+    if any(step not in _ADDED_IN for step in steps):
+        return None  # some version between changed more than it added
     properties = chunk_properties(dimension, encoding)
-    new = {name: properties[name] for name in added}
+    new = {name: properties[name] for step in steps for name in _ADDED_IN[step]}
     upgraded = {
         **mapping,
         "_meta": {**mapping.get("_meta", {}), "codeask_schema": SCHEMA_VERSION},
