@@ -88,6 +88,20 @@ class NameRequest:
 
 
 @dataclass(frozen=True)
+class FileRequest:
+    """The chunks of one indexed file, by first line; none unless ``repo`` is in ``repos``.
+
+    ``repos`` is the caller's allowed set, so a file of a repository it may not read looks
+    exactly like one that is not indexed.
+    """
+
+    repo: str
+    path: str
+    repos: frozenset[str]
+    limit: int = 2000
+
+
+@dataclass(frozen=True)
 class RepoState:
     """What a store holds for one repository."""
 

@@ -11,7 +11,7 @@ import pytest
 from indexer.embedding import SqliteEmbeddingCache
 from indexer.errors import ConfigError
 from indexer.jobs import index_repository
-from indexer.models import SearchRequest
+from indexer.models import FileRequest, SearchRequest
 from indexer.search import Searcher
 from indexer.stores import SearchBackend
 from tests.conftest import git
@@ -212,6 +212,36 @@ def test_unknown_repo_matches_nothing(store: SearchBackend) -> None:
         text="parseHTTPRequest", repos=frozenset({"acme/nope"}), embedding=tuple(vectors[0])
     )
     assert store.search(request) == []
+
+
+def test_a_file_reads_back_as_its_chunks_in_line_order(store: SearchBackend) -> None:
+    _load(store)
+    allowed = frozenset({"acme/web"})
+    found = store.file_chunks(FileRequest("acme/web", "src/db/conn.py", allowed))
+    assert [(c.start_line, c.symbol) for c in found] == [
+        (1, "DatabaseConnection"),
+        (3, "retry_with_backoff"),
+    ]
+    assert found[1].text == RETRY.text and found[1].commit == "c1"
+    assert store.file_chunks(FileRequest("acme/web", "src/db/none.py", allowed)) == []
+
+
+def test_a_file_of_a_repo_outside_the_allowed_set_reads_as_not_indexed(
+    store: SearchBackend,
+) -> None:
+    _load(store)
+    for allowed in (frozenset(), frozenset({"acme/other"})):
+        assert store.file_chunks(FileRequest("acme/web", "src/db/conn.py", allowed)) == []
+
+
+def test_a_deleted_file_reads_as_not_indexed(store: SearchBackend) -> None:
+    _load(store)
+    store.apply_changes("acme/web", ["src/db/conn.py"], [], np.zeros((0, DIM)), state("acme/web"))
+    allowed = frozenset({"acme/web"})
+    assert store.file_chunks(FileRequest("acme/web", "src/db/conn.py", allowed)) == []
+    assert [c.path for c in store.file_chunks(FileRequest("acme/web", PARSER.path, allowed))] == [
+        PARSER.path
+    ]
 
 
 def test_state_is_recorded_with_the_write(store: SearchBackend) -> None:

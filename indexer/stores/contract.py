@@ -8,7 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from indexer.errors import AccessDenied
-from indexer.models import Chunk, Hit, NameRequest, RepoState, SearchRequest
+from indexer.models import Chunk, FileRequest, Hit, NameRequest, RepoState, SearchRequest
 from indexer.stores.fusion import rrf
 from indexer.stores.query import LIST_WEIGHTS, example_weight, kind_weights
 
@@ -65,6 +65,10 @@ class SearchBackend(Protocol):
     def find_names(self, request: NameRequest) -> list[Chunk]:
         """Chunks that define, reference or hold as a literal ``request.key``, only from
         ``request.repos`` (filtered inside the query), by repository, path and line."""
+
+    def file_chunks(self, request: FileRequest) -> list[Chunk]:
+        """The visible chunks of ``request.path`` in ``request.repo`` by first line; empty
+        when the repository is not in ``request.repos`` or the file is not indexed."""
 
     def close(self) -> None: ...
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from indexer.errors import ConfigError, StoreUnavailable
-from indexer.models import Chunk, Hit, NameRequest, RepoState, SearchRequest
+from indexer.models import Chunk, FileRequest, Hit, NameRequest, RepoState, SearchRequest
 from indexer.source import chunk_names, code_tokens, query_terms
 from indexer.stores.contract import assert_chunks_allowed, fuse, top_k_indices
 from indexer.stores.query import symbol_terms
@@ -335,6 +335,19 @@ class SqliteStore:
             f"WHERE n.key = ? AND n.role = ? AND c.repo IN ({marks}) "
             "ORDER BY c.repo, c.path, c.start_line LIMIT ?",
             (request.key, request.role, *repos, request.limit),
+        )
+        found = [_row_to_chunk(r) for r in rows]
+        assert_chunks_allowed(found, request.repos)
+        return found
+
+    def file_chunks(self, request: FileRequest) -> list[Chunk]:
+        """The chunks of one file of an allowed repository, by first line."""
+        if request.repo not in request.repos:
+            return []  # fail closed: the same answer as a file that is not indexed
+        rows = self._conn().execute(
+            f"SELECT {_COLUMNS} FROM chunks WHERE repo = ? AND path = ? "
+            "ORDER BY start_line, end_line LIMIT ?",
+            (request.repo, request.path, request.limit),
         )
         found = [_row_to_chunk(r) for r in rows]
         assert_chunks_allowed(found, request.repos)

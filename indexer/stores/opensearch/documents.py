@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from indexer.models import Chunk, NameRequest, RepoState, SearchRequest
+from indexer.models import Chunk, FileRequest, NameRequest, RepoState, SearchRequest
 from indexer.source import chunk_names, query_terms
 from indexer.stores.query import symbol_terms
 
@@ -69,6 +69,24 @@ def names_body(request: NameRequest, hidden_runs: Iterable[str] = ()) -> dict[st
             }
         },
         "sort": [{"repo": "asc"}, {"path": "asc"}, {"start_line": "asc"}],
+    }
+
+
+def file_body(request: FileRequest, hidden_runs: Iterable[str] = ()) -> dict[str, Any]:
+    """The visible chunks of one file of ``request.repo``, by first line."""
+    return {
+        "size": request.limit,
+        "track_total_hits": False,
+        "_source": {"excludes": _HIDDEN_SOURCE},
+        "query": {
+            "bool": {
+                "filter": [
+                    {"term": {"path": request.path}},
+                    visible_filter([request.repo], hidden_runs),
+                ]
+            }
+        },
+        "sort": [{"start_line": "asc"}, {"end_line": "asc"}],
     }
 
 

@@ -10,7 +10,7 @@ what they say, and runs again if they changed while it ran.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from opensearchpy import OpenSearch
 from opensearchpy import exceptions as os_errors
 
 from indexer.errors import ConfigError, StoreUnavailable
-from indexer.models import Chunk, Hit, NameRequest, RepoState, SearchRequest
+from indexer.models import Chunk, FileRequest, Hit, NameRequest, RepoState, SearchRequest
 from indexer.settings import IndexerSettings
 from indexer.stores.contract import assert_chunks_allowed, fuse
 from indexer.stores.opensearch import runs
@@ -31,6 +31,7 @@ from indexer.stores.opensearch.client import (
     translate,
 )
 from indexer.stores.opensearch.documents import (
+    file_body,
     names_body,
     replaced_for_good,
     repo_state_of,
@@ -390,25 +391,48 @@ class OpenSearchStore:
         """Chunks of ``request.repos`` that hold the name, from one view of their states."""
         if not request.repos or not request.key:
             return []  # fail closed, as a search
-        view = self._view(request.repos)
-        for _ in range(_VIEW_ATTEMPTS):
-            found = self._names_in(request, view.hidden)
-            now = self._view(request.repos)
-            if now == view:
-                break
-            view = now
+        found = self._in_one_view(
+            request.repos,
+            lambda hidden: self._chunks_of(
+                "find names", names_body(request, hidden), request.repos
+            ),
+        )
         assert_chunks_allowed(found, request.repos)
         return found
 
-    def _names_in(self, request: NameRequest, hidden_runs: frozenset[str]) -> list[Chunk]:
+    def file_chunks(self, request: FileRequest) -> list[Chunk]:
+        """The chunks of one file of an allowed repository, from one view of its state."""
+        if request.repo not in request.repos:
+            return []  # fail closed: the same answer as a file that is not indexed
+        only = frozenset({request.repo})
+        found = self._in_one_view(
+            only, lambda hidden: self._chunks_of("read a file", file_body(request, hidden), only)
+        )
+        assert_chunks_allowed(found, request.repos)
+        return found
+
+    def _in_one_view(
+        self, repos: frozenset[str], read: Callable[[frozenset[str]], list[Chunk]]
+    ) -> list[Chunk]:
+        """``read(hidden runs)`` again until the repositories' states stood still around it."""
+        view = self._view(repos)
+        for _ in range(_VIEW_ATTEMPTS):
+            found = read(view.hidden)
+            now = self._view(repos)
+            if now == view:
+                break
+            view = now
+        return found
+
+    def _chunks_of(self, what: str, body: dict[str, Any], repos: frozenset[str]) -> list[Chunk]:
         kwargs: dict[str, Any] = {
             "index": self.alias,
-            "body": names_body(request, hidden_runs),
+            "body": body,
             "ignore_unavailable": True,  # nothing indexed yet: nothing found
         }
         if self.routing:  # only the shards that hold the allowed repositories
-            kwargs["routing"] = ",".join(sorted(request.repos))
-        response = self._call("find names", lambda: self.client.search(**kwargs))
+            kwargs["routing"] = ",".join(sorted(repos))
+        response = self._call(what, lambda: self.client.search(**kwargs))
         chunks = [source_chunk(h["_source"]) for h in response["hits"]["hits"]]
         return list({c.id: c for c in chunks}.values())
 
