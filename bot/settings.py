@@ -43,6 +43,18 @@ class BotSettings(BaseSettings):
     # ONNX rerank workers, each single-threaded on its own batch (0: one per CPU core).
     rerank_threads: int = Field(default=0, ge=0)
     answer_sources: int = 6
+    # How answers are written when a model is configured: "agent" lets the model call the
+    # search tools in rounds (bot.answer.agent), "single" is one generation over the first
+    # search's sources, and "auto" is the agent for a model that can call tools (LiteLLM
+    # says so, or the model is unknown to it and accepts them) and single otherwise.
+    answer_mode: Literal["auto", "agent", "single"] = "auto"
+    # Budgets of an agentic answer (its wall clock is CODEASK_LLM_TIMEOUT): tool rounds,
+    # tool output per round and per question (tokens, counted as 4 characters each), and
+    # lines per read_code call.
+    agent_rounds: int = Field(default=8, ge=0, le=50)
+    agent_round_tokens: int = Field(default=4000, ge=200)
+    agent_total_tokens: int = Field(default=16000, ge=200)
+    agent_read_lines: int = Field(default=200, ge=10, le=2000)
     context_chars: int = 12_000
     # Minimum cosine similarity between the question and its best source; see bot.answer.evidence.
     not_found_threshold: float = DEFAULT_COSINE_THRESHOLD

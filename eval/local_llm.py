@@ -41,6 +41,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.answer import NOT_FOUND_TEXT
+from indexer.source import identifiers_in
 
 MODEL_NAME = "codeask-local"
 MAX_CITED = 3
@@ -97,14 +98,20 @@ def tokens(text: str) -> set[str]:
 
 
 def parse_prompt(messages: Sequence[dict[str, Any]]) -> tuple[str, list[PromptSource]]:
-    """The question and the numbered sources of the last user message that has sources."""
-    for message in reversed(messages):
-        content = message.get("content")
-        if message.get("role") != "user" or not isinstance(content, str):
+    """The question and the numbered sources of the last user message that has sources,
+    with those of the tool results that came after it."""
+    for at in range(len(messages) - 1, -1, -1):
+        content = messages[at].get("content")
+        if messages[at].get("role") != "user" or not isinstance(content, str):
             continue
         if "BEGIN SOURCE" not in content:
             continue
-        return _question(content), _sources(content)
+        found = _sources(content)
+        for later in messages[at + 1 :]:
+            text = later.get("content")
+            if later.get("role") == "tool" and isinstance(text, str):
+                found += _sources(text)
+        return _question(content), found
     last = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
     return (last if isinstance(last, str) else ""), []
 
@@ -174,11 +181,46 @@ def answer_for(messages: Sequence[dict[str, Any]]) -> str:
     return " ".join(sentences)
 
 
+def reply_for(body: dict[str, Any]) -> tuple[str, list[ToolCallSpec]]:
+    """The reply to a request that may offer tools: when it offers ``find_definitions``
+    and no tool has run yet, look up the code names of the question (at most two, in one
+    round); otherwise answer from the sources (see ``answer_for``)."""
+    messages = body["messages"]
+    offered = {
+        t.get("function", {}).get("name") for t in body.get("tools") or [] if isinstance(t, dict)
+    }
+    ran = any(isinstance(m, dict) and m.get("role") == "tool" for m in messages)
+    if "find_definitions" in offered and body.get("tool_choice") != "none" and not ran:
+        question, _ = parse_prompt(messages)
+        names = [n for n in dict.fromkeys(identifiers_in(question)) if _looks_like_code(n)]
+        if names:
+            return "", [("find_definitions", json.dumps({"name": n})) for n in names[:2]]
+    return answer_for(messages), []
+
+
+def _looks_like_code(name: str) -> bool:
+    """snake_case, camelCase, dotted or CONSTANT names: not an English word."""
+    return "_" in name or "." in name or (name != name.lower() and name[1:] != name[1:].lower())
+
+
 # --- the wire format (shared with tests/fake_llm.py) -------------------------------------
 
+ToolCallSpec = tuple[str, str]  # (function name, arguments as the model writes them)
 
-def completion_json(model: str, content: str, created: int | None = None) -> dict[str, Any]:
+
+def completion_json(
+    model: str,
+    content: str,
+    created: int | None = None,
+    tool_calls: Sequence[ToolCallSpec] = (),
+) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` body."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+            for i, (n, a) in enumerate(tool_calls)
+        ]
     return {
         "id": "chatcmpl-local",
         "object": "chat.completion",
@@ -187,15 +229,15 @@ def completion_json(model: str, content: str, created: int | None = None) -> dic
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
             }
         ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
     }
 
 
-def sse_event(model: str, created: int, delta: dict[str, str], finish: str | None) -> bytes:
+def sse_event(model: str, created: int, delta: dict[str, Any], finish: str | None) -> bytes:
     """One ``chat.completion.chunk`` server-sent event."""
     chunk = {
         "id": "chatcmpl-local",
@@ -214,9 +256,11 @@ async def write_stream(
     model: str,
     piece: int,
     gap: float = 0.0,
+    tool_calls: Sequence[ToolCallSpec] = (),
 ) -> web.StreamResponse:
     """Send ``content`` as SSE deltas of ``piece`` characters, ``gap`` seconds apart, then
-    stop and ``[DONE]``."""
+    each tool call (its id and name, then its arguments in pieces), then stop and
+    ``[DONE]``."""
     created = int(time.time())
     await response.prepare(request)
     pieces = [content[i : i + piece] for i in range(0, len(content), piece)]
@@ -225,7 +269,15 @@ async def write_stream(
             await asyncio.sleep(gap)
         delta = {"content": text, **({"role": "assistant"} if i == 0 else {})}
         await response.write(sse_event(model, created, delta, None))
-    await response.write(sse_event(model, created, {}, "stop"))
+    for i, (name, arguments) in enumerate(tool_calls):
+        head = {"index": i, "id": f"call_{i}", "type": "function"}
+        head["function"] = {"name": name, "arguments": ""}
+        await response.write(sse_event(model, created, {"tool_calls": [head]}, None))
+        for at in range(0, len(arguments), piece):
+            part = {"index": i, "function": {"arguments": arguments[at : at + piece]}}
+            await response.write(sse_event(model, created, {"tool_calls": [part]}, None))
+    finish = "tool_calls" if tool_calls else "stop"
+    await response.write(sse_event(model, created, {}, finish))
     await response.write(b"data: [DONE]\n\n")
     await response.write_eof()
     return response
@@ -270,13 +322,15 @@ class LocalLLM:
             error = {"message": f"bad request: {exc}", "type": "invalid_request_error"}
             return web.json_response({"error": error}, status=400)
         self.requests += 1
-        content = answer_for(messages)
+        content, calls = reply_for(body)
         model = str(body.get("model") or MODEL_NAME)
         if not body.get("stream"):
-            return web.json_response(completion_json(model, content))
+            return web.json_response(completion_json(model, content, tool_calls=calls))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         try:
-            return await write_stream(request, response, content, model, STREAM_PIECE)
+            return await write_stream(
+                request, response, content, model, STREAM_PIECE, tool_calls=calls
+            )
         except ConnectionResetError:  # the client went away: nothing left to send
             return response
 

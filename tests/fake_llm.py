@@ -9,28 +9,33 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from eval.local_llm import completion_json, write_stream
+from eval.local_llm import ToolCallSpec, completion_json, write_stream
 
 
 @dataclass
 class Reply:
     content: str = "ok"
+    # (function name, arguments text) per call; arguments are sent as written, valid or not
+    tool_calls: tuple[ToolCallSpec, ...] = ()
     status: int = 200
     delay: float = 0.0  # seconds before the response starts
     piece: int = 8  # characters per streamed delta
     gap: float = 0.0  # seconds between streamed deltas
+    error: str = ""  # the provider's error message when ``status`` is not 200
 
 
 class FakeLLM:
     def __init__(self) -> None:
         self.replies: list[Reply] = [Reply()]
+        # When set, each request's reply is computed from its body instead of the script.
+        self.respond: Callable[[dict[str, Any]], Reply] | None = None
         self.requests: list[dict[str, Any]] = []
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -42,6 +47,7 @@ class FakeLLM:
 
     def script(self, *replies: Reply) -> None:
         self.replies = list(replies)
+        self.respond = None
         self.requests.clear()
 
     def _next(self) -> Reply:
@@ -50,14 +56,14 @@ class FakeLLM:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
-        reply = self._next()
+        reply = self.respond(body) if self.respond is not None else self._next()
         if reply.delay:
             await asyncio.sleep(reply.delay)
         if reply.status != 200:
             return web.json_response(
                 {
                     "error": {
-                        "message": f"scripted status {reply.status}",
+                        "message": reply.error or f"scripted status {reply.status}",
                         "type": "test",
                         "code": reply.status,
                     }
@@ -66,11 +72,13 @@ class FakeLLM:
             )
         model = body.get("model", "fake")
         if not body.get("stream"):
-            return web.json_response(completion_json(model, reply.content))
+            return web.json_response(
+                completion_json(model, reply.content, tool_calls=reply.tool_calls)
+            )
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         try:
             return await write_stream(
-                request, response, reply.content, model, reply.piece, reply.gap
+                request, response, reply.content, model, reply.piece, reply.gap, reply.tool_calls
             )
         except (ConnectionResetError, ConnectionError):  # the client gave up (a timeout test)
             return response

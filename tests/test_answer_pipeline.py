@@ -110,12 +110,13 @@ BOTH = frozenset({"acme/payments", "acme/web"})
 
 
 def _llm_pipeline(searcher: Searcher, server: FakeLLM, **overrides: object) -> AnswerPipeline:
+    """The single-shot pipeline (tests/test_answer_agent.py drives the tool loop)."""
     settings = BotSettings(
         llm_model="tiny-model",
         llm_api_base=server.base_url,
         llm_retries=1,
         llm_timeout=20,
-        **overrides,  # type: ignore[arg-type]
+        **{"answer_mode": "single", **overrides},  # type: ignore[arg-type]
     )
     return AnswerPipeline(searcher, settings, llm=LiteLLMClient(settings, backoff=0.01))
 

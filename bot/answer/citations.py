@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.answer.result import NOT_FOUND_TEXT
+from bot.answer.result import NOT_FOUND_TEXT, Source
 
 # [1], [1, 2], [1,2,3]; not [x] or [1.5]
 _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
@@ -85,3 +87,20 @@ def strip_invalid(text: str, source_count: int) -> str:
         pos = end
     out.append(text[pos:])
     return "".join(out)
+
+
+def renumber(text: str, sources: Sequence[Source]) -> tuple[str, list[Source]]:
+    """Only the cited sources, numbered 1.. in order of first citation, and ``text`` with
+    its markers rewritten to match (numbers outside ``sources`` are dropped)."""
+    order = [n for n in parse_citations(text) if 1 <= n <= len(sources)]
+    new = {old: i for i, old in enumerate(order, start=1)}
+    out, pos = [], 0
+    for start, end, numbers in markers(text):
+        keep = list(dict.fromkeys(new[n] for n in numbers if n in new))
+        out.append(text[pos:start].rstrip(" ") if not keep else text[pos:start])
+        if keep:
+            out.append(f"[{', '.join(str(n) for n in keep)}]")
+        pos = end
+    out.append(text[pos:])
+    kept = [dataclasses.replace(sources[old - 1], number=i) for old, i in new.items()]
+    return "".join(out), kept

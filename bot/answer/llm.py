@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 import httpx
 
@@ -19,10 +21,11 @@ import litellm
 
 litellm.suppress_debug_info = True  # its help banners would land in the user's terminal
 
-Message = dict[str, str]
+Message = dict[str, Any]
 TokenCallback = Callable[[str], None]
 DUMMY_API_KEY = "not-needed"  # OpenAI-compatible local servers ignore it, the client needs one
 _RETRY_STATUS = {429, 500, 502, 503, 504}
+MAX_ARGUMENTS = 8_000  # characters of one tool call's JSON arguments
 
 
 class LanguageModel(Protocol):
@@ -34,6 +37,55 @@ class LanguageModel(Protocol):
     def complete(
         self, messages: Sequence[Message], on_token: TokenCallback | None = None
     ) -> str: ...
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One function call the model asked for; ``arguments`` is its JSON text, unparsed."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def message_part(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One reply of a model that may call tools: its text and the calls it asked for."""
+
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+
+    def message(self) -> Message:
+        """The assistant message to send back with the tools' results."""
+        message: Message = {"role": "assistant", "content": self.content or None}
+        if self.tool_calls:
+            message["tool_calls"] = [c.message_part() for c in self.tool_calls]
+        return message
+
+
+ToolSupport = Literal["yes", "no", "unknown"]
+
+
+class ToolModel(LanguageModel, Protocol):
+    """A language model that can also be offered tools (OpenAI function calling)."""
+
+    def tool_support(self) -> ToolSupport: ...
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+        on_token: TokenCallback | None = None,
+        timeout: float | None = None,
+        tool_choice: Literal["auto", "none"] = "auto",
+    ) -> Turn: ...
 
 
 def provider_arguments(settings: BotSettings) -> dict[str, Any]:
@@ -73,34 +125,73 @@ class LiteLLMClient:
     def name(self) -> str:
         return str(self._args["model"])
 
+    def tool_support(self) -> ToolSupport:
+        """What LiteLLM knows of the model: "unknown" for a model it has no entry for (an
+        OpenAI-compatible server's own name), which is then tried with tools."""
+        model = str(self._args["model"])
+        try:
+            if litellm.supports_function_calling(model=model):
+                return "yes"
+            litellm.get_model_info(model=model)
+        except Exception:  # not in LiteLLM's model list
+            return "unknown"
+        return "no"
+
     def complete(self, messages: Sequence[Message], on_token: TokenCallback | None = None) -> str:
+        return self._with_retries(lambda streamed: self._once(messages, on_token, streamed))
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+        on_token: TokenCallback | None = None,
+        timeout: float | None = None,
+        tool_choice: Literal["auto", "none"] = "auto",
+    ) -> Turn:
+        """One turn with ``tools`` offered; text streams to ``on_token`` when given.
+
+        ``timeout`` (seconds, default ``llm_timeout``) bounds this turn, so a caller with
+        a deadline for several turns gives each what is left of it. ``tool_choice="none"``
+        keeps the tools described but asks for a text answer.
+        """
+        limit = self._settings.llm_timeout if timeout is None else max(timeout, 0.001)
+        return self._with_retries(
+            lambda streamed: self._turn(messages, tools, on_token, streamed, limit, tool_choice),
+            limit,
+        )
+
+    def _with_retries(self, call: Callable[[list[bool]], Any], limit: float | None = None) -> Any:
         attempt = 0
         while True:
             streamed = [False]
             try:
-                return self._once(messages, on_token, streamed)
+                return call(streamed)
             except Exception as exc:  # LiteLLM wraps every provider error; mapped below
                 status = _status(exc)
                 # a provider restarting refuses connections for a moment: worth a retry too
                 transient = status in _RETRY_STATUS or _unreachable(exc)
                 retry = transient and not streamed[0]
                 if not retry or attempt >= self._settings.llm_retries:
-                    raise self._explain(exc, status) from exc
+                    raise self._explain(exc, status, limit) from exc
                 time.sleep(self._backoff * 2**attempt)
                 attempt += 1
+
+    def _common(self, messages: Sequence[Message], timeout: float) -> dict[str, Any]:
+        s = self._settings
+        return {
+            **self._args,
+            "messages": list(messages),
+            "timeout": timeout,
+            "temperature": s.llm_temperature,
+            "max_tokens": s.llm_max_tokens,
+            "max_retries": 0,  # retries are ours, so they are counted and backed off once
+        }
 
     def _once(
         self, messages: Sequence[Message], on_token: TokenCallback | None, streamed: list[bool]
     ) -> str:
         s = self._settings
-        common: dict[str, Any] = {
-            **self._args,
-            "messages": list(messages),
-            "timeout": s.llm_timeout,
-            "temperature": s.llm_temperature,
-            "max_tokens": s.llm_max_tokens,
-            "max_retries": 0,  # retries are ours, so they are counted and backed off once
-        }
+        common = self._common(messages, s.llm_timeout)
         if on_token is None:
             response: Any = litellm.completion(**common)
             return str(response.choices[0].message.content or "")
@@ -119,18 +210,56 @@ class LiteLLMClient:
                 raise _AnswerTooSlow()
         return "".join(pieces)
 
-    def _explain(self, exc: Exception, status: int | None) -> Exception:
+    def _turn(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+        on_token: TokenCallback | None,
+        streamed: list[bool],
+        timeout: float,
+        tool_choice: str,
+    ) -> Turn:
+        common = self._common(messages, timeout)
+        if tools:
+            common["tools"] = list(tools)
+            common["tool_choice"] = tool_choice
+            # With tools, LiteLLM first imports its MCP gateway, whose optional ``mcp``
+            # package is not installed; ours are plain functions, so skip that branch.
+            common["_skip_mcp_handler"] = True
+        if on_token is None:
+            response: Any = litellm.completion(**common)
+            message = response.choices[0].message
+            calls = tuple(
+                ToolCall(
+                    str(c.id or f"call_{i}"),
+                    str(c.function.name or ""),
+                    str(c.function.arguments or ""),
+                )
+                for i, c in enumerate(getattr(message, "tool_calls", None) or [])
+            )
+            return Turn(str(message.content or ""), calls)
+        return _streamed_turn(
+            litellm.completion(**common, stream=True), on_token, streamed, timeout
+        )
+
+    def _explain(self, exc: Exception, status: int | None, limit: float | None = None) -> Exception:
         where = self._args.get("api_base") or "the provider"
         model = self._args["model"]
+        seconds = self._settings.llm_timeout if limit is None else limit
         if isinstance(exc, litellm.Timeout) or _timed_out(exc):
             return UpstreamUnavailable(
                 f"The language model ({model}) did not answer within "
-                f"{self._settings.llm_timeout:g} s. Try again, or raise CODEASK_LLM_TIMEOUT."
+                f"{seconds:.3g} s. Try again, or raise CODEASK_LLM_TIMEOUT."
             )
         if isinstance(exc, _AnswerTooSlow):
             return UpstreamUnavailable(
                 f"The language model ({model}) did not finish its answer within "
-                f"{self._settings.llm_timeout:g} s. Try again, or raise CODEASK_LLM_TIMEOUT."
+                f"{seconds:.3g} s. Try again, or raise CODEASK_LLM_TIMEOUT."
+            )
+        if status in (400, 422) and any(w in str(exc).lower() for w in ("tool", "function")):
+            return ToolsRefused(
+                f"The model {model} at {where} refused the search tools (HTTP {status}): "
+                f"{_short(exc)}. Set CODEASK_ANSWER_MODE=single for a model without tool calls."
             )
         if status in (401, 403) or isinstance(exc, litellm.AuthenticationError):
             return UpstreamUnavailable(
@@ -164,8 +293,64 @@ class LiteLLMClient:
         )
 
 
+class ToolsRefused(ConfigError):
+    """The provider refused a request because it offered tools (a model without them)."""
+
+
 class _AnswerTooSlow(Exception):
     """The stream was still going when the answer's time ran out."""
+
+
+def _streamed_turn(
+    parts: Any, on_token: TokenCallback, streamed: list[bool], timeout: float
+) -> Turn:
+    """A turn assembled from stream deltas: text as it comes, tool calls by their index
+    (a call's name and id come in its first delta, its arguments in pieces)."""
+    deadline = time.monotonic() + timeout
+    pieces: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    for part in parts:
+        choices = getattr(part, "choices", None) or []
+        delta = choices[0].delta if choices else None
+        text = getattr(delta, "content", None) if delta is not None else None
+        if text:
+            streamed[0] = True
+            pieces.append(text)
+            on_token(text)
+        for n, piece in enumerate(getattr(delta, "tool_calls", None) or []):
+            streamed[0] = True
+            index = piece.index if getattr(piece, "index", None) is not None else n
+            call = calls.setdefault(index, {"id": "", "name": "", "arguments": []})
+            call["id"] = call["id"] or (piece.id or "")
+            function = getattr(piece, "function", None)
+            if function is not None:
+                call["name"] = call["name"] or (function.name or "")
+                call["arguments"].append(function.arguments or "")
+        if time.monotonic() > deadline:
+            raise _AnswerTooSlow()
+    return Turn(
+        "".join(pieces),
+        tuple(
+            ToolCall(c["id"] or f"call_{i}", c["name"], "".join(c["arguments"]))
+            for i, c in sorted(calls.items())
+        ),
+    )
+
+
+def parse_arguments(call: ToolCall) -> dict[str, Any]:
+    """The call's arguments as an object; ValueError with a reason the model can act on."""
+    text = call.arguments.strip() or "{}"
+    if len(text) > MAX_ARGUMENTS:
+        raise ValueError(f"the arguments are longer than {MAX_ARGUMENTS} characters")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the arguments are not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError):
+        raise ValueError("the arguments are not valid JSON (too deeply nested)") from None
+    if not isinstance(value, dict):
+        raise ValueError("the arguments must be a JSON object")
+    return value
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

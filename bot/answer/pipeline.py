@@ -14,6 +14,7 @@ from threading import Lock
 
 import numpy as np
 
+from bot.answer.agent import AgentLoop, StepCallback
 from bot.answer.citations import (
     UNCITED_NOTE,
     UNVERIFIED_NOTE,
@@ -23,7 +24,7 @@ from bot.answer.citations import (
 )
 from bot.answer.context import build_context, merge_spans
 from bot.answer.evidence import COSINE_SOURCES, EvidenceSignal, evidence_signal, is_weak
-from bot.answer.llm import LanguageModel, LiteLLMClient
+from bot.answer.llm import LanguageModel, LiteLLMClient, ToolModel, ToolsRefused
 from bot.answer.prompt import build_messages, correction_message
 from bot.answer.rerank import Reranker
 from bot.answer.result import (
@@ -68,6 +69,7 @@ class AnswerPipeline:
         self.cache = cache if cache is not None else RetrievalCache()
         self._chunk_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._vectors_lock = Lock()
+        self._tools_refused = False  # the model refused tools once: single-shot from then on
 
     # --- retrieval ----------------------------------------------------------------------
 
@@ -156,13 +158,16 @@ class AnswerPipeline:
         repos: frozenset[str],
         on_token: Callable[[str], None] | None = None,
         history: list[tuple[str, str]] | None = None,
+        on_step: StepCallback | None = None,
     ) -> Answer:
         """A cited answer drawn only from ``repos``.
 
         ``history`` holds earlier (question, answer) turns; the last question also joins
         the search text so a follow-up ("and where is it called?") finds its subject.
         ``on_token`` receives the first generation as it streams; the returned text is
-        the validated one, which differs when citations had to be repaired.
+        the validated one, which differs when citations had to be repaired. ``on_step``
+        receives each tool step of an agentic answer ("Searching for `x`"); streamed text
+        before a step was the model thinking aloud, not the answer.
         """
         check_question(question)
         started = time.perf_counter()
@@ -187,12 +192,23 @@ class AnswerPipeline:
             entries = build_context(top, self.settings.context_chars)
             timings["context"] = time.perf_counter() - start
             sources = [e.source for e in entries]
+            start = time.perf_counter()
             if self.llm is None:
                 result = extractive_answer(question, sources)
-            else:
-                start = time.perf_counter()
+            elif (agent := self._agent()) is not None:
+                try:
+                    result = agent.answer(question, repos, top, history, on_token, on_step)
+                    result.mode = "agent"
+                except ToolsRefused:
+                    if self.settings.answer_mode == "agent":
+                        raise
+                    self._tools_refused = True
+                    agent = None
+            if self.llm is not None and agent is None:
                 messages = build_messages(question, entries, history)
                 result = self._generate(question, messages, sources, on_token)
+                result.mode = "single"
+            if self.llm is not None:
                 timings["generate"] = time.perf_counter() - start
 
         result.used_rerank = bool(retrieval.reranker)
@@ -203,6 +219,17 @@ class AnswerPipeline:
         timings["total"] = time.perf_counter() - started
         result.timings = timings
         return result
+
+    def _agent(self) -> AgentLoop | None:
+        """The tool loop when this model should get tools (``CODEASK_ANSWER_MODE``)."""
+        mode = self.settings.answer_mode
+        llm = self.llm
+        if mode == "single" or llm is None or not hasattr(llm, "chat"):
+            return None
+        model: ToolModel = llm  # type: ignore[assignment]
+        if mode == "auto" and (self._tools_refused or model.tool_support() == "no"):
+            return None
+        return AgentLoop(model, self.searcher, self.settings)
 
     def _generate(
         self,

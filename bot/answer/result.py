@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import quote
 
 from indexer.models import Chunk
@@ -70,6 +71,10 @@ class Answer:
     explain: list[Candidate] = field(default_factory=list)
     evidence: dict[str, float | bool | None] = field(default_factory=dict)
     reranker: str = ""  # name of the reranker that ran, empty when none did
+    # How it was written: "agent" (tool loop), "single" (one generation), "extractive".
+    mode: str = "extractive"
+    rounds: int = 0  # tool rounds of an agentic answer
+    steps: list[Any] = field(default_factory=list)  # bot.answer.agent.AgentStep per tool call
 
 
 def source_list(sources: list[Source]) -> str:
