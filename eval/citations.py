@@ -19,7 +19,10 @@ Per question, each metric is 1 or 0 (a "not found" answer scores 0 on all of the
 * ``cites_all_gold``: the cited sources cover every gold place (multi-hop completeness).
 * ``regenerated``: the first reply had a citation problem and was regenerated.
 * ``gold_in_sources``: the model was called and some source it was given contains a gold
-  place: the ceiling that retrieval sets for ``cites_gold``.
+  place: the ceiling that retrieval sets for ``cites_gold`` (an agentic answer keeps only
+  the places it cites, so there it equals ``cites_gold`` or the places read when none is).
+* ``rounds``: tool rounds of an agentic answer (0 for single-shot), a count, not a share.
+* ``seconds``: the question's wall-clock time through the whole answer path.
 
 Means are taken over all questions, overall, per kind and per repository (one golden set
 per repository).
@@ -55,7 +58,10 @@ CITATION_METRICS = (
     "cites_all_gold",
     "regenerated",
     "gold_in_sources",
+    "rounds",
+    "seconds",
 )
+COUNTS = ("rounds", "seconds")  # means of a count, not shares of questions
 REGENERATED_PREFIX = "Regenerated once"
 
 
@@ -77,6 +83,7 @@ class CitedAnswer:
 class CitationRun:
     model: str
     answers: list[CitedAnswer]
+    mode: str = "single"  # CODEASK_ANSWER_MODE the answers were written with
     latency: dict[str, list[float]] = field(default_factory=dict)  # stage -> seconds
 
     @property
@@ -104,7 +111,7 @@ def source_span(answer: Answer, number: int) -> Span | None:
     return None
 
 
-def score_answer(answer: Answer, question: Question) -> CitedAnswer:
+def score_answer(answer: Answer, question: Question, seconds: float = 0.0) -> CitedAnswer:
     """The citation metrics of one pipeline answer against the question's gold places."""
     check = check_citations(answer.text, len(answer.sources))
     cited = tuple(
@@ -126,6 +133,8 @@ def score_answer(answer: Answer, question: Question) -> CitedAnswer:
         "gold_in_sources": float(
             answer.used_llm and any(gold_hit_by(span_of(s), gold) for s in answer.sources)
         ),
+        "rounds": float(answer.rounds),
+        "seconds": seconds,
     }
     return CitedAnswer(
         id=question.id,
@@ -151,15 +160,16 @@ def evaluate_citations(
     regeneration is one plain completion, as the pipeline does it.
     """
     model = pipeline.llm.name if pipeline.llm is not None else "extractive"
-    run = CitationRun(model=model, answers=[])
+    run = CitationRun(model=model, answers=[], mode=pipeline.settings.answer_mode)
     for i, q in enumerate(questions, start=1):
         pieces: list[str] = []
         started = time.perf_counter()
         answer = pipeline.answer(q.question, frozenset({q.repo}), pieces.append if stream else None)
-        run.latency.setdefault("answer", []).append(time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        run.latency.setdefault("answer", []).append(seconds)
         if "generate" in answer.timings:
             run.latency.setdefault("generate", []).append(answer.timings["generate"])
-        run.answers.append(score_answer(answer, q))
+        run.answers.append(score_answer(answer, q, seconds))
         if progress:
             progress(i, len(questions))
     return run
@@ -191,6 +201,7 @@ def citations_to_json(run: CitationRun) -> dict[str, object]:
     return {
         "schema_version": CITATIONS_SCHEMA_VERSION,
         "model": run.model,
+        "mode": run.mode,
         "overall": _rounded(overall),
         "by_kind": {k: _rounded(v) for k, v in by_kind.items()},
         "by_repo": {k: _rounded(v) for k, v in by_repo.items()},
@@ -200,7 +211,9 @@ def citations_to_json(run: CitationRun) -> dict[str, object]:
                 "id": a.id,
                 "repo": a.repo,
                 "kind": a.kind,
-                "metrics": {k: int(v) for k, v in a.metrics.items()},
+                "metrics": {
+                    k: (round(v, 3) if k in COUNTS else int(v)) for k, v in a.metrics.items()
+                },
                 "cited": [f"{s.path}:{s.start_line}-{s.end_line}" for s in a.cited],
                 "invalid": list(a.invalid),
                 "notes": list(a.notes),

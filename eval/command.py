@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from bot.services import Services
+from bot.settings import BotSettings
 from eval.ablation import run_ablations
 from eval.goldens import REPO_ROOT, load_many, source_roots
 from eval.harness import (
@@ -64,7 +65,13 @@ def run_eval(
     out: Console,
     err: Console,
     citations: bool = False,
+    answers: bool = False,
+    mode: str | None = None,
 ) -> list[RunResult]:
+    """Retrieval metrics, and with ``citations`` / ``answers`` the answer path's: with the
+    local test model, or (``answers``) the configured one; ``mode`` overrides
+    CODEASK_ANSWER_MODE for those answers."""
+    cite = _answering(citations, answers, mode)
     settings = services.indexer
     files = golden_paths(paths)
     questions = load_many(files)
@@ -75,7 +82,7 @@ def run_eval(
     require_indexed(store, sorted({q.repo for q in questions}))
     if ablate:
         results, notes = run_ablations(questions, services, k, say=err.print)
-        cited = _citations(questions, services, err) if citations else None
+        cited = cite(questions, services, err)
         md = write_report(results, notes, [_shown(p) for p in files], report_dir, citations=cited)
         if as_json:
             doc: dict[str, object] = {
@@ -97,7 +104,7 @@ def run_eval(
         err.print(f"report written to {md}")
         return results
     result = evaluate(questions, searcher_ranker(Searcher(store, embedder)), k)
-    cited = _citations(questions, services, err) if citations else None
+    cited = cite(questions, services, err)
     if as_json:
         doc = run_to_json(result, questions)
         _add_citations(doc, cited)
@@ -110,16 +117,51 @@ def run_eval(
     return [result]
 
 
-def _citations(questions: Sequence[Question], services: Services, err: Console) -> CitationRun:
+Answering = Callable[[Sequence[Question], Services, Console], "CitationRun | None"]
+
+
+def _answering(citations: bool, answers: bool, mode: str | None) -> Answering:
+    def run(questions: Sequence[Question], services: Services, err: Console) -> CitationRun | None:
+        if not (citations or answers):
+            return None
+        settings = services.bot
+        if mode is not None:
+            settings = settings.model_copy(update={"answer_mode": mode})
+        if answers and settings.llm_model:
+            return _with_configured(questions, services, settings, err)
+        return _citations(questions, services, settings, err)
+
+    return run
+
+
+def _with_configured(
+    questions: Sequence[Question], services: Services, settings: BotSettings, err: Console
+) -> CitationRun:
+    """Every question through the answer pipeline with the configured model."""
+    from bot.answer import AnswerPipeline
+    from eval.citations import evaluate_citations
+
+    searcher = Searcher(services.store, services.embedder)
+    pipeline = AnswerPipeline(searcher, settings, reranker=services.reranker)
+    err.print(f"answering {len(questions)} questions with {settings.llm_model}")
+    return evaluate_citations(questions, pipeline)
+
+
+def _citations(
+    questions: Sequence[Question], services: Services, settings: BotSettings, err: Console
+) -> CitationRun:
     """Every question through the answer pipeline, the model being the local test LLM."""
     from eval.citations import evaluate_citations, local_pipeline
     from eval.local_llm import running_local_llm
 
     with running_local_llm() as server:
         pipeline = local_pipeline(
-            Searcher(services.store, services.embedder), server, services.reranker, services.bot
+            Searcher(services.store, services.embedder), server, services.reranker, settings
         )
-        err.print(f"answering {len(questions)} questions with {server.base_url} (local test LLM)")
+        err.print(
+            f"answering {len(questions)} questions with {server.base_url} (local test LLM, "
+            f"{settings.answer_mode} mode; it checks the mechanics, not answer quality)"
+        )
         return evaluate_citations(questions, pipeline)
 
 

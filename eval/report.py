@@ -70,6 +70,8 @@ CITATION_COLUMNS = (
     ("cites_all_gold", "all gold"),
     ("regenerated", "regen"),
     ("gold_in_sources", "gold given"),
+    ("rounds", "rounds"),
+    ("seconds", "s"),
 )
 
 
@@ -83,7 +85,7 @@ def _citation_groups(run: CitationRun) -> list[tuple[str, dict[str, float]]]:
 def citation_table(run: CitationRun) -> Table:
     """Citation metrics of the answer pipeline: one row per group (all, kinds, repos)."""
     table = Table(
-        title=f"answers with {run.model}: citation metrics",
+        title=f"answers with {run.model} ({run.mode} mode): citation metrics",
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
@@ -106,7 +108,8 @@ def citation_caption() -> str:
         "Shares of all questions: answered (not 'not found'), valid (every [n] names a given "
         "source, none stripped or marked), gold (a cited source overlaps a gold place), "
         "valid+gold (both), all gold (citations cover every gold place), regen (regenerated "
-        "once), gold given (a source given to the model overlaps a gold place)."
+        "once), gold given (a source given to the model overlaps a gold place); rounds (mean "
+        "tool rounds of an agentic answer) and s (mean seconds per answer) are not shares."
     )
 
 
@@ -116,7 +119,8 @@ def citation_markdown(run: CitationRun) -> list[str]:
         "## Answers: citations",
         "",
         f"The answer pipeline (the product index, each question searched in its own "
-        f"repository, {run.model} through LiteLLM) on the same questions. " + citation_caption(),
+        f"repository, {run.model} through LiteLLM, answer mode {run.mode}) on the same "
+        "questions. " + citation_caption(),
         "",
     ]
     rows = [

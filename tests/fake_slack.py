@@ -40,6 +40,7 @@ class FakeSlack:
     # method -> queued failures: an error code Slack answers with, or "disconnect" (the
     # connection drops without an answer, as on a network failure).
     failures: dict[str, list[str]] = field(default_factory=dict)
+    ai_app: bool = True  # whether assistant.threads.setStatus is allowed (a Slack AI app)
     _ts: int = 0
     server: TestServer | None = None
 
@@ -164,6 +165,10 @@ class FakeSlack:
                 "has_more": more,
                 "response_metadata": {"next_cursor": str(end) if more else ""},
             }
+        if method == "assistant.threads.setStatus":  # only for an app set up as an AI app
+            if not self.ai_app:
+                return {"ok": False, "error": "not_allowed_token_type"}
+            return {"ok": True}
         if method == "conversations.history":
             return {"ok": True, "messages": [], "has_more": False}
         if method == "users.info":

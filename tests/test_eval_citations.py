@@ -187,7 +187,7 @@ def test_pipeline_with_the_local_model_counts_a_cited_gold_answer_as_one(
     tiny: Searcher, data_dir: Path
 ) -> None:
     with running_local_llm() as server:
-        pipeline = local_pipeline(tiny, server, None, BotSettings())
+        pipeline = local_pipeline(tiny, server, None, BotSettings(answer_mode="single"))
         run = evaluate_citations([RIGHT_GOLD, WRONG_GOLD], pipeline)
         assert server.requests == 2  # one streamed generation per question, no regeneration
     right, wrong = run.answers
@@ -198,8 +198,10 @@ def test_pipeline_with_the_local_model_counts_a_cited_gold_answer_as_one(
     assert wrong.metrics["valid_and_gold"] == 0
     assert run.overall("valid_and_gold") == 0.5 and run.overall("answered") == 1.0
     doc = citations_to_json(run)
-    assert doc["model"] == "openai/codeask-local"
-    assert doc["overall"] == {  # type: ignore[comparison-overlap]
+    assert doc["model"] == "openai/codeask-local" and doc["mode"] == "single"
+    overall = dict(doc["overall"])  # type: ignore[call-overload]
+    assert overall.pop("rounds") == 0.0 and overall.pop("seconds") > 0
+    assert overall == {  # type: ignore[comparison-overlap]
         "questions": 2,
         "answered": 1.0,
         "citations_valid": 1.0,
@@ -214,7 +216,9 @@ def test_pipeline_with_the_local_model_counts_a_cited_gold_answer_as_one(
 
 
 def _scripted(searcher: Searcher, server: FakeLLM) -> AnswerPipeline:
-    settings = BotSettings(llm_model="m", llm_api_base=server.base_url, llm_retries=0)
+    settings = BotSettings(
+        llm_model="m", llm_api_base=server.base_url, llm_retries=0, answer_mode="single"
+    )
     return AnswerPipeline(searcher, settings, llm=LiteLLMClient(settings, backoff=0.01))
 
 
@@ -307,3 +311,27 @@ def test_codeask_eval_citations_json_and_table(tiny: Searcher, tmp_path: Path) -
     assert "valid+gold" in table.stdout and "citation metrics" in table.stdout
     plain = CliRunner().invoke(app, ["eval", str(golden), "--json"])
     assert "citations" not in json.loads(plain.stdout)
+
+
+def test_codeask_eval_answers_in_agent_mode_counts_rounds(tiny: Searcher, tmp_path: Path) -> None:
+    # The local model looks up the code names of a question (round_invoice_total) once,
+    # then answers from everything read: the mechanics of the loop, not a quality claim.
+    golden = _golden(tmp_path)
+    result = CliRunner().invoke(
+        app, ["eval", str(golden), "--answers", "--mode", "agent", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    cited = json.loads(result.stdout)["citations"]
+    assert cited["mode"] == "agent" and cited["model"] == "openai/codeask-local"
+    assert [q["metrics"]["rounds"] for q in cited["questions"]] == [1, 1]
+    assert cited["by_kind"]["identifier"]["rounds"] == 1.0
+    assert cited["overall"]["citations_valid"] == 1.0
+    assert cited["questions"][0]["cited"][0].startswith("billing/invoice.py:")
+    single = CliRunner().invoke(
+        app, ["eval", str(golden), "--answers", "--mode", "single", "--json"]
+    )
+    assert [
+        q["metrics"]["rounds"] for q in json.loads(single.stdout)["citations"]["questions"]
+    ] == [0, 0]
+    refused = CliRunner().invoke(app, ["eval", str(golden), "--answers", "--mode", "loop"])
+    assert refused.exit_code != 0 and "auto, agent or single" in refused.output

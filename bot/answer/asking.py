@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TokenCallback = Callable[[str], None]
+StepCallback = Callable[[str], None]
 History = tuple[tuple[str, str], ...]
 
 NO_REPOS_TEXT = "There is no indexed repository I may search for you here yet."
@@ -130,15 +131,27 @@ class Asker:
 
     # --- the one entry point of the adapters -------------------------------------------
 
-    async def ask(self, question: Question, on_token: TokenCallback | None = None) -> Answer:
+    async def ask(
+        self,
+        question: Question,
+        on_token: TokenCallback | None = None,
+        on_step: StepCallback | None = None,
+    ) -> Answer:
         """The answer to ``question``; never raises for a failure a user should hear about.
 
-        ``on_token`` receives generated text as it streams, called from a worker thread.
+        ``on_token`` receives generated text as it streams and ``on_step`` each tool step of
+        an agentic answer ("Reading `src/app.py` 10–40"), both called from a worker thread.
+        A step means the text streamed before it was the model thinking, not the answer.
         """
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._answering, self.answer, question, on_token)
+        return await loop.run_in_executor(self._answering, self.answer, question, on_token, on_step)
 
-    def answer(self, question: Question, on_token: TokenCallback | None = None) -> Answer:
+    def answer(
+        self,
+        question: Question,
+        on_token: TokenCallback | None = None,
+        on_step: StepCallback | None = None,
+    ) -> Answer:
         """Blocking form of :meth:`ask`."""
         try:
             registered = registered_repos(self.services.store)
@@ -153,7 +166,7 @@ class Asker:
             # Fail closed: without a decision nothing is searched.
             log.error("question %s: access resolution failed: %s", question.id, exc)
             return Answer(question.text, ACCESS_DOWN_TEXT, [], found=False)
-        answer = self._answer_within(question, access, on_token)
+        answer = self._answer_within(question, access, on_token, on_step)
         answer.withheld_private = access.withheld
         if access.reason:
             answer.notes.insert(0, access.reason)
@@ -191,7 +204,11 @@ class Asker:
     # --- internals -----------------------------------------------------------------------
 
     def _answer_within(
-        self, question: Question, access: Access, on_token: TokenCallback | None
+        self,
+        question: Question,
+        access: Access,
+        on_token: TokenCallback | None,
+        on_step: StepCallback | None = None,
     ) -> Answer:
         if not access.repos:
             return Answer(question.text, NO_REPOS_TEXT, [], found=False)
@@ -199,7 +216,7 @@ class Asker:
         pipeline = self.pipeline
         try:
             stream = on_token if pipeline.llm is not None else None
-            return pipeline.answer(question.text, access.repos, stream, history)
+            return pipeline.answer(question.text, access.repos, stream, history, on_step)
         except StoreUnavailable as exc:
             log.error("question %s: search store unavailable: %s", question.id, exc)
             return Answer(question.text, STORE_DOWN_TEXT, [], found=False)

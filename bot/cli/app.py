@@ -259,11 +259,26 @@ def eval_(
             help="Also answer every question with the local test LLM and score the citations",
         ),
     ] = False,
+    answers: Annotated[
+        bool,
+        typer.Option(
+            "--answers",
+            help="Also answer every question with the configured model (CODEASK_LLM_MODEL; "
+            "the local test LLM when none is set) and score the answers",
+        ),
+    ] = False,
+    mode: Annotated[
+        str | None,
+        typer.Option("--mode", help="Answer mode for --answers/--citations: auto, agent or single"),
+    ] = None,
 ) -> None:
     """Score retrieval on golden questions (recall@k, MRR, nDCG; per kind and per repo).
 
-    With --citations, also answer them (local test LLM) and score the answers' citations.
+    With --citations, also answer them (local test LLM) and score the answers' citations;
+    --answers does the same with the configured model; --mode picks agent or single-shot.
     """
+    if mode is not None and mode not in ("auto", "agent", "single"):
+        raise typer.BadParameter("--mode is auto, agent or single")
     from eval.command import DEFAULT_REPORT_DIR, run_eval
 
     run_eval(
@@ -277,6 +292,8 @@ def eval_(
         out=out,
         err=err,
         citations=citations,
+        answers=answers,
+        mode=mode,
     )
 
 

@@ -32,13 +32,21 @@ def ask_in_terminal(
         streamed.append(text)
         stream.feed(text)
 
-    answer = asker.answer(question, on_token)
+    def on_step(text: str) -> None:
+        if streamed:  # the model wrote before calling a tool: that was not the answer
+            stream.close()
+            console.print()
+            streamed.clear()
+        console.print(f"[dim]› {_escape(strip_controls(defang(text, NO_LINKS)))}[/]")
+
+    answer = asker.answer(question, on_token, on_step)
     shown = defang(strip_controls(answer.text), answer_links(answer.sources, web_url))
     if streamed:
         stream.close()
         console.print()
-        if "".join(streamed) != answer.text:  # citations were repaired after streaming
-            console.print("\n[bold]Corrected answer:[/]")
+        if "".join(streamed) != answer.text:  # citations were repaired or renumbered
+            title = "Answer" if answer.mode == "agent" else "Corrected answer"
+            console.print(f"\n[bold]{title}:[/]")
             console.print(shown, markup=False)
     else:
         console.print(shown, markup=False)
@@ -47,7 +55,26 @@ def ask_in_terminal(
         console.print(f"[yellow]note:[/] {note}")
     if explain:
         print_explain(answer, console)
+        print_steps(answer, console)
     return answer
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", "\\[")
+
+
+def print_steps(answer: Answer, console: Console) -> None:
+    """Every tool call of an agentic answer: its round, arguments and what it returned."""
+    if answer.mode != "agent":
+        return
+    console.print(f"\n[bold]Tool calls[/] ({answer.rounds} rounds)")
+    for step in answer.steps:
+        result = f"error: {step.error}" if step.error else f"{step.places} places"
+        args = strip_controls(step.arguments)
+        console.print(
+            f"  {step.round:>2}  {step.tool}({args})  → {result}, {step.chars} characters",
+            markup=False,
+        )
 
 
 class _InertStream:

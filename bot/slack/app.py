@@ -262,11 +262,15 @@ class SlackBot:
     async def answer(self, question: Question, channel: str, thread_ts: str | None) -> None:
         """Placeholder now, streamed edits, then the final answer; a message even on failure."""
         reply = StreamingReply(
-            self.client, channel, thread_ts, self.services.bot.slack_update_seconds
+            self.client,
+            channel,
+            thread_ts,
+            self.services.bot.slack_update_seconds,
+            assistant_thread=question.place.kind == "dm",
         )
         try:
             await reply.start()
-            answer = await self.asker.ask(question, on_token=reply.feed)
+            answer = await self.asker.ask(question, on_token=reply.feed, on_step=reply.step)
             await reply.finish(
                 answer_messages(answer, question.id, self.services.acl.github_web_url)
             )

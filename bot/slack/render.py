@@ -347,24 +347,38 @@ def _fallback(mrkdwn: str) -> str:
     return _lines_within(mrkdwn, MAX_FALLBACK_CHARS - 1)[0] + "…"
 
 
-def progress_message(partial: str = "") -> SlackMessage:
-    """The placeholder, then the answer as it streams (citations not yet linked, and no
-    URL the text writes: its sources are not known yet)."""
+STEPS_SHOWN = 4  # the latest tool steps an agentic answer's placeholder lists
+
+
+def progress_message(partial: str = "", steps: Sequence[str] = ()) -> SlackMessage:
+    """The placeholder, then each tool step as it happens ("Reading `src/app.py` 10–40"),
+    then the answer as it streams (citations not yet linked, and no URL the text writes:
+    its sources are not known yet)."""
+    done = [f":white_check_mark: {_step(t)}" for t in steps[-STEPS_SHOWN:-1]]
+    current = f"{_step(steps[-1])}…" if steps else SEARCHING_TEXT
     if not partial.strip():
-        return SlackMessage(SEARCHING_TEXT, [_context([f":mag: {SEARCHING_TEXT}"])])
+        lines = [*done, f":mag: {current}"]
+        return SlackMessage(_fallback(current), [_context(["\n".join(lines)])])
     text = partial
     if text.count("```") % 2 == 1:
         text += "\n```"  # close a code block that is still being written
     body = markdown_to_mrkdwn(text, links=NO_LINKS)
     if len(body) > MAX_SECTION_CHARS:
         body = "…" + body[-(MAX_SECTION_CHARS - 1) :]  # the newest part is what matters
+    trail = [f":white_check_mark: {_step(t)}" for t in steps[-STEPS_SHOWN:]]
     return SlackMessage(
         _fallback(body),
         [
+            *([_context(["\n".join(trail)])] if trail else []),
             _section(body, verbatim=True),
             _context([f":hourglass_flowing_sand: {WRITING_TEXT}"]),
         ],
     )
+
+
+def _step(text: str) -> str:
+    """A step line as inert mrkdwn: the model chose its words, so no link or mention."""
+    return markdown_to_mrkdwn(text[:200], links=NO_LINKS)
 
 
 def source_details(sources: Sequence[Source], web_base: str) -> SlackMessage:

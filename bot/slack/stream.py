@@ -81,15 +81,21 @@ class StreamingReply:
         channel: str,
         thread_ts: str | None = None,
         interval: float = 1.0,
+        assistant_thread: bool = False,
     ) -> None:
         self.client = client
         self.channel = channel
         self.thread_ts = thread_ts
         self.interval = interval
+        # A DM thread of an app set up as a Slack AI app also shows each step as the
+        # assistant's status; off for good after Slack refuses it once.
+        self._assistant = assistant_thread and thread_ts is not None
+        self._status_shown = ""
         self.ts: str | None = None  # the placeholder, once posted
         self._pieces: list[str] = []
+        self._steps: list[str] = []
         self._lock = threading.Lock()
-        self._shown = ""
+        self._shown: tuple[str, ...] = ("",)  # (streamed text, *steps) of the last edit
         self._next_at = 0.0
         self._limited_until = 0.0  # Slack said "ratelimited": nothing before this
         self._stop = asyncio.Event()
@@ -123,9 +129,16 @@ class StreamingReply:
         with self._lock:
             self._pieces.append(piece)
 
-    def _text(self) -> str:
+    def step(self, text: str) -> None:
+        """Show a tool step of an agentic answer; the text streamed before it was the model
+        thinking aloud, so it is dropped. Safe to call from any thread."""
         with self._lock:
-            return "".join(self._pieces)
+            self._steps.append(text)
+            self._pieces.clear()
+
+    def _state(self) -> tuple[str, ...]:
+        with self._lock:
+            return ("".join(self._pieces), *self._steps)
 
     async def _edit_while_streaming(self) -> None:
         while not self._stop.is_set():
@@ -134,15 +147,16 @@ class StreamingReply:
                 await asyncio.wait_for(self._stop.wait(), timeout=delay)
             if self._stop.is_set():
                 return
-            text = self._text()
-            if text == self._shown or time.monotonic() < self._next_at or self.ts is None:
+            state = self._state()
+            if state == self._shown or time.monotonic() < self._next_at or self.ts is None:
                 continue
-            message = progress_message(text)
+            await self._show_status(state[1:])
+            message = progress_message(state[0], state[1:])
             try:
                 await self.client.chat_update(
                     channel=self.channel, ts=self.ts, text=message.text, blocks=message.blocks
                 )
-                self._shown = text
+                self._shown = state
                 self._next_at = time.monotonic() + self.interval
             except SlackApiError as exc:
                 if is_rate_limited(exc):
@@ -155,6 +169,20 @@ class StreamingReply:
                 log.warning("progress edit failed: %r", exc)
                 self._next_at = time.monotonic() + self.interval
 
+    async def _show_status(self, steps: Sequence[str]) -> None:
+        if not self._assistant or self.thread_ts is None or not steps:
+            return
+        if steps[-1] == self._status_shown:
+            return
+        self._status_shown = steps[-1]
+        try:
+            await self.client.assistant_threads_setStatus(
+                channel_id=self.channel, thread_ts=self.thread_ts, status=f"{steps[-1][:120]}…"
+            )
+        except Exception as exc:  # not an AI app (or no assistant:write): the edits remain
+            log.info("assistant status unavailable (%r); showing steps in the message", exc)
+            self._assistant = False
+
     async def finish(self, messages: Sequence[SlackMessage]) -> None:
         """Replace the placeholder by the first message and post the rest in the thread."""
         self._stop.set()
@@ -163,7 +191,7 @@ class StreamingReply:
                 await self._pump
             self._pump = None
         # The final edit keeps the pace too: one edit per interval, none while rate limited.
-        until = max(self._limited_until, self._next_at if self._shown else 0.0)
+        until = max(self._limited_until, self._next_at if self._shown != ("",) else 0.0)
         wait = until - time.monotonic()
         if self.ts is not None and wait > 0:
             await asyncio.sleep(min(wait, MAX_RATE_LIMIT_WAIT))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,12 +148,19 @@ def answer_card(
     return _answer_card("", [], [], question_id, web_base, truncated=True)
 
 
-def progress_text(partial: str) -> str:
-    """The text of a 1:1 answer while it is still being written (no URL it writes is a
-    link yet: its sources are not known until it is done)."""
+STEPS_SHOWN = 4  # the latest tool steps an agentic answer's progress lists
+
+
+def progress_text(partial: str, steps: Sequence[str] = ()) -> str:
+    """The text of a 1:1 answer while it is still being written: the latest tool steps
+    ("Reading `src/app.py` 10–40"), then the text so far (no URL it writes is a link yet:
+    its sources are not known until it is done)."""
+    trail = [f"✓ {_written_links(t[:200], {}, NO_LINKS, GITHUB_WEB)}" for t in steps[-STEPS_SHOWN:]]
     if not partial.strip():
-        return "Searching the indexed code …"
-    return _written_links(partial.rstrip(), {}, NO_LINKS, GITHUB_WEB) + " …"
+        current = trail.pop()[2:] if trail else "Searching the indexed code"
+        return "\n\n".join([*trail, f"{current} …"])
+    body = _written_links(partial.rstrip(), {}, NO_LINKS, GITHUB_WEB) + " …"
+    return "\n\n".join([*trail, body])
 
 
 def command_card(result: CommandResult, budget: int = CARD_BUDGET) -> Card:

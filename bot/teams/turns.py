@@ -192,8 +192,13 @@ class CodeaskTeamsHandler(ActivityHandler):
         if place.kind == "dm":  # only the asker sees it: show the answer as it is written
             sent = await turn_context.send_activity(progress_text(""))
             progress = _Progress(turn_context, sent.id, self.settings.teams_update_seconds)
+        typing = _Typing(turn_context) if progress is None else None
         try:
-            answer = await self.asker.ask(question, progress.push if progress else None)
+            answer = await self.asker.ask(
+                question,
+                progress.push if progress else None,
+                progress.step if progress else typing.step if typing else None,
+            )
         finally:
             if progress is not None:
                 await progress.stop()
@@ -297,7 +302,8 @@ class _Progress:
         self._interval = interval
         self._loop = asyncio.get_running_loop()
         self._text = ""
-        self._shown = ""
+        self._steps: list[str] = []
+        self._shown: tuple[str, ...] = ("",)
         self._changed = asyncio.Event()
         self._done = False
         self._updating = False
@@ -307,19 +313,31 @@ class _Progress:
         """Called by the pipeline from its worker thread."""
         self._loop.call_soon_threadsafe(self._append, piece)
 
+    def step(self, text: str) -> None:
+        """A tool step of an agentic answer; the text before it was the model thinking."""
+        self._loop.call_soon_threadsafe(self._add_step, text)
+
     def _append(self, piece: str) -> None:
         self._text += piece
+        self._changed.set()
+
+    def _add_step(self, text: str) -> None:
+        self._steps.append(text)
+        self._text = ""
         self._changed.set()
 
     async def _run(self) -> None:
         while not self._done:
             await self._changed.wait()
             self._changed.clear()
-            if self._done or self._text == self._shown:
+            state = (self._text, *self._steps)
+            if self._done or state == self._shown:
                 continue
-            self._shown = self._text
+            self._shown = state
             update = Activity(
-                type=ActivityTypes.message, id=self.activity_id, text=progress_text(self._shown)
+                type=ActivityTypes.message,
+                id=self.activity_id,
+                text=progress_text(state[0], state[1:]),
             )
             self._updating = True
             try:
@@ -339,6 +357,31 @@ class _Progress:
             self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
+
+
+class _Typing:
+    """In a channel only the typing indicator shows progress: sent again at every tool step
+    of an agentic answer, so it lasts while the model reads."""
+
+    def __init__(self, turn_context: TurnContext) -> None:
+        self._context = turn_context
+        self._loop = asyncio.get_running_loop()
+        self._sending: set[asyncio.Task[None]] = set()
+
+    def step(self, _text: str) -> None:
+        """Called by the pipeline from its worker thread; the step text stays private."""
+        self._loop.call_soon_threadsafe(self._start)
+
+    def _start(self) -> None:
+        task = asyncio.ensure_future(self._send())
+        self._sending.add(task)  # held until done, or the loop could drop it half-way
+        task.add_done_callback(self._sending.discard)
+
+    async def _send(self) -> None:
+        try:
+            await self._context.send_activity(Activity(type=ActivityTypes.typing))
+        except Exception as exc:  # cosmetic: the answer still goes out
+            log.warning("Teams: typing indicator failed: %s", exc)
 
 
 def _aad_id(activity: Activity) -> str:
