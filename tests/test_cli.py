@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.conftest import git
 from tests.test_indexing import SHOP
 
 CODEASK = [sys.executable, "-m", "bot.cli"]
@@ -80,6 +82,30 @@ def test_ask_answers_through_the_asker_with_its_fallback_and_audit(
     [entry] = json.loads(audit.stdout)
     assert entry["question"] == "where do we send the receipt email?"
     assert entry["platform"] == "cli"
+
+
+def test_repo_list_and_status_show_what_codeask_index_wrote(
+    make_repo: Callable[[dict[str, str]], Path], tmp_path: Path
+) -> None:
+    root = make_repo(SHOP)
+    (root / "shop/mail.py").unlink()  # deleted, not committed
+    data = tmp_path / "data"
+    indexed = run(["index", str(root), "--repo", "acme/shop", "--visibility", "public"], data)
+    assert indexed.returncode == 0, indexed.stderr
+    assert "skipped     1  deleted from the work tree" in indexed.stderr
+    assert "submodule" not in indexed.stderr
+    head = git(root, "rev-parse", "HEAD")[:12]
+
+    listed = run(["repo", "list"], data, CODEASK_ADMINS="cli:*")
+    assert listed.returncode == 0, listed.stderr
+    assert re.match(rf"acme/shop  ready  {head}  (just now|\d+ min ago)  ", listed.stdout)
+    assert "(indexed from the command line)" in listed.stdout
+    status = run(["repo", "status"], data, CODEASK_ADMINS="cli:*")
+    assert status.returncode == 0, status.stderr
+    assert "1 repositories (1 indexed from the command line, not tracked)" in status.stdout
+    one = run(["repo", "status", "acme/shop"], data, CODEASK_ADMINS="cli:*")
+    assert "acme/shop: ready, public, indexed from the command line" in one.stdout
+    assert f"indexed {head} (" in one.stdout
 
 
 def test_index_missing_folder_is_a_clear_error(tmp_path: Path) -> None:

@@ -122,6 +122,28 @@ def test_empty_files_are_not_reread_as_changed_on_every_run(
     assert index_repository(root, "acme/shop", store, embedder, cache).changed_files == 0
 
 
+def test_a_file_deleted_in_the_work_tree_is_reported_deleted_and_leaves_the_index(
+    make_repo: Callable[[dict[str, str]], Path],
+    store: SqliteStore,
+    cache: SqliteEmbeddingCache,
+    embedder: Embedder,
+) -> None:
+    root = make_repo(SHOP)
+    index_repository(root, "acme/shop", store, embedder, cache)
+    assert "shop/mail.py" in store.file_blobs("acme/shop")
+    # Deleted, not committed: git still tracks it, the work tree no longer has it.
+    (root / "shop/mail.py").unlink()
+    assert "shop/mail.py" in git(root, "ls-files")
+    report = index_repository(root, "acme/shop", store, embedder, cache)
+    skipped = {s.path: s.reason for s in report.skipped}
+    assert skipped == {"shop/mail.py": "deleted from the work tree"}
+    assert report.deleted_files == 1 and report.files == len(SHOP) - 1
+    # The index follows the work tree it read, not the commit that still has the file.
+    assert "shop/mail.py" not in store.file_blobs("acme/shop")
+    hits = Searcher(store, embedder).search("send_receipt", frozenset({"acme/shop"}))
+    assert all(h.chunk.path != "shop/mail.py" for h in hits)
+
+
 def test_uncommitted_files_are_not_cited_at_a_commit_that_lacks_their_lines(
     make_repo: Callable[[dict[str, str]], Path],
     store: SqliteStore,

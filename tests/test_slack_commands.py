@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,15 @@ from indexer.jobs import queue as jobs
 from tests import slack_world
 from tests.fake_llm import Reply
 from tests.fake_slack import Call
-from tests.slack_world import PUBLIC_FILES, PUBLIC_REPO, World, block_action, commit_repo, mention
+from tests.slack_world import (
+    PRIVATE_REPO,
+    PUBLIC_FILES,
+    PUBLIC_REPO,
+    World,
+    block_action,
+    commit_repo,
+    mention,
+)
 
 indexed = slack_world.indexed_fixture
 world = slack_world.world_fixture
@@ -135,3 +144,72 @@ async def test_wrong_feedback_is_stored_for_eval(world: World) -> None:
     assert [(f.user_id, f.verdict) for f in feedback_for(world.services.engine, qid)] == [
         ("T1:U0BOB", "wrong")
     ]
+
+
+# --- repositories indexed with `codeask index` (in the store, not in the registry) ----
+
+
+AGE = r"(just now|\d+ (min|h) ago)"  # when the module's index was written
+
+
+async def _home(world: World, user: str) -> str:
+    event = {"type": "app_home_opened", "user": user, "channel": f"D{user}", "tab": "home"}
+    await world.post_event({**event, "event_ts": "1700.0100"}, f"EvHome{user}")
+    call = await world.slack.wait_for(
+        lambda c: c.method == "views.publish" and c.args["user_id"] == user
+    )
+    return json.dumps(call.args["view"])
+
+
+async def test_repo_list_and_status_show_repositories_indexed_from_the_command_line(
+    world: World, tmp_path: Path
+) -> None:
+    assert world.services.registry.all() == []  # the world's index was written by the CLI path
+    private = world.services.store.repo_state(PRIVATE_REPO)
+    assert private is not None
+    world.github.add_repo(NEW_REPO, "public")
+    commit_repo(tmp_path / "remotes" / NEW_REPO, NEW_FILES)
+    await _command(world, f"repo add {NEW_REPO}", user="U0ADMIN")
+
+    listed = await _command(world, "repo list", user="U0ADMIN")
+    assert listed.args["response_type"] == "ephemeral"
+    lines = {line.split()[0]: line for line in listed.args["text"].splitlines()}
+    assert set(lines) == {NEW_REPO, PUBLIC_REPO, PRIVATE_REPO}
+    assert "(registered with `repo add`)" in lines[NEW_REPO] and "pending" in lines[NEW_REPO]
+    assert "(indexed from the command line)" in lines[PRIVATE_REPO]
+    assert re.search(rf"  {private.commit[:12]}  {AGE}  ", lines[PRIVATE_REPO])
+
+    status = await _command(world, "status", user="U0ADMIN")
+    text = status.args["text"]
+    assert status.args["response_type"] == "ephemeral"
+    assert text.startswith("3 repositories (2 indexed from the command line, not tracked)")
+    assert re.search(rf"{PRIVATE_REPO}  ready  {private.commit[:12]}  {AGE}", text)
+
+    one = await _command(world, f"status {PRIVATE_REPO}", user="U0ADMIN")
+    assert f"{PRIVATE_REPO}: ready, private, indexed from the command line" in one.args["text"]
+    shown = rf"indexed {private.commit[:12]} \({AGE}\), {private.chunk_count} chunks"
+    assert re.search(shown, one.args["text"])
+    # The commands that act on the registry say why they do not act on it.
+    reindex = await _command(world, f"repo reindex {PRIVATE_REPO}", user="U0ADMIN")
+    assert f"`repo add {PRIVATE_REPO}` tracks it" in reindex.args["text"]
+
+    home = await _home(world, "U0ADMIN")
+    assert f"{PRIVATE_REPO}: ready, {private.commit[:12]}" in home
+    assert "indexed from the command line" in home and "registered with `repo add`" in home
+
+
+async def test_a_private_repo_indexed_from_the_command_line_is_not_shown_to_who_cannot_read_it(
+    world: World,
+) -> None:
+    # Bob is not an admin and not linked to GitHub: he may read public repositories only.
+    for text in ("repo list", "status", f"status {PRIVATE_REPO}"):
+        reply = await _command(world, text, user="U0BOB")
+        assert "Only codeask admins can run that command" in reply.args["text"]
+        assert PRIVATE_REPO not in reply.args["text"]
+    home = await _home(world, "U0BOB")
+    assert PUBLIC_REPO in home
+    assert PRIVATE_REPO not in home and "Index status" not in home
+    # An admin's listing run in a channel goes to the admin alone, never to the channel.
+    listed = await _command(world, "repo list", user="U0ADMIN")
+    assert PRIVATE_REPO in listed.args["text"] and listed.args["response_type"] == "ephemeral"
+    assert not [c for c in world.slack.of("chat.postMessage") if PRIVATE_REPO in c.raw]

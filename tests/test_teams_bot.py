@@ -458,6 +458,33 @@ async def test_private_command_result_goes_to_a_personal_chat_not_the_channel(
     assert "acme/vault" in _card_text(private) and "acme/payments" in _card_text(private)
 
 
+async def test_a_repo_indexed_from_the_command_line_is_listed_only_to_the_admin_privately(
+    teams: Teams, services: Services, embedder: Any, tmp_path: Path
+) -> None:
+    # Written by `codeask index` (the store has it, the registry does not), private.
+    root = tmp_path / "ledger"
+    _commit(root, {"ledger/book.py": "def post_entry(book, entry):\n    book.append(entry)\n"})
+    cache = SqliteEmbeddingCache(tmp_path / "embeddings.db")
+    index_repository(root, "acme/ledger", services.store, embedder, cache, visibility="private")
+    try:
+        refused = teams.activity("status", BOB, TEAM_CHANNEL)
+        await teams.post(refused)
+        text = _card_text(teams.connector.messages(refused["conversation"]["id"])[-1])
+        assert "Only codeask admins can run that command" in text and "acme/ledger" not in text
+
+        for command in ("repo list", "status"):
+            activity = teams.activity(command, ADMIN, TEAM_CHANNEL)
+            await teams.post(activity)
+            thread = teams.connector.messages(activity["conversation"]["id"])
+            assert SENT_PRIVATELY in _card_text(thread[-1])
+            assert all("acme/ledger" not in _card_text(m) for m in thread)
+            private = _card_text(teams.connector.messages(f"a:personal-29:{ADMIN}")[-1])
+            assert "acme/ledger" in private and "indexed from the command line" in private
+            assert "acme/vault" in private and "registered with `repo add`" in private
+    finally:
+        services.store.delete_repo("acme/ledger")
+
+
 async def test_personal_whoami_uses_the_aad_object_id(teams: Teams) -> None:
     activity = teams.activity("whoami", ALICE, "personal")
     await teams.post(activity)

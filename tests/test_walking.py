@@ -57,6 +57,26 @@ def test_bad_inputs_are_skipped_with_reasons(make_repo: Callable[[dict[str, str]
     assert files["src/app.py"].blob_sha == git(root, "rev-parse", "HEAD:src/app.py")
 
 
+def test_a_tracked_file_deleted_in_the_work_tree_is_skipped_as_deleted_not_as_special(
+    make_repo: Callable[[dict[str, str]], Path],
+) -> None:
+    root = make_repo({"a.py": "x = 1\n", "pkg/b.py": "y = 2\n", "pkg/c.py": "z = 3\n"})
+    (root / "a.py").unlink()
+    shutil.rmtree(root / "pkg")  # a whole folder gone: its files too
+    # A submodule (a gitlink: git lists it, the work tree has a folder) is still special.
+    (root / "vendored").mkdir()
+    head = git(root, "rev-parse", "HEAD")
+    git(root, "update-index", "--add", "--cacheinfo", f"160000,{head},vendored")
+    files, skipped = walk(root)
+    assert files == {}
+    assert skipped == {
+        "a.py": "deleted from the work tree",
+        "pkg/b.py": "deleted from the work tree",
+        "pkg/c.py": "deleted from the work tree",
+        "vendored": "not a regular file (a submodule or a special file)",
+    }
+
+
 def test_plain_folder_honours_gitignore(tmp_path: Path) -> None:
     (tmp_path / "keep.py").write_text("a = 1\n")
     (tmp_path / "secret.py").write_text("b = 2\n")

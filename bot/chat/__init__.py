@@ -24,6 +24,7 @@ from bot.chat.links import (
     split_url,
     strip_controls,
 )
+from bot.chat.repositories import ADDED_CLI, ADDED_REGISTERED, AdminRepo, admin_repos
 from bot.chat.request_checks import (
     SLACK_MAX_AGE_SECONDS,
     BadRequest,
@@ -35,17 +36,21 @@ from bot.chat.request_checks import (
 from bot.chat.web import SERVICES, Mount, bad_request, error_response, read_body
 
 __all__ = [
+    "ADDED_CLI",
+    "ADDED_REGISTERED",
     "APP_TEXT",
     "NO_LINKS",
     "SERVICES",
     "SLACK_MAX_AGE_SECONDS",
     "URL",
+    "AdminRepo",
     "BadRequest",
     "CommandResult",
     "Commands",
     "Invoker",
     "LinkPolicy",
     "Mount",
+    "admin_repos",
     "answer_links",
     "bad_request",
     "claim_delivery",

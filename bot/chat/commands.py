@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.answer import check_name
-from indexer.errors import AccessDenied, CodeaskError, ConfigError, InvalidInput
+from bot.chat.repositories import ADDED_CLI, AdminRepo, admin_repos
+from indexer.errors import (
+    AccessDenied,
+    CodeaskError,
+    ConfigError,
+    InvalidInput,
+    UpstreamUnavailable,
+)
 from indexer.jobs import (
     KIND_DELETE,
     KIND_FULL,
@@ -29,6 +36,7 @@ from indexer.jobs import (
     check_repo_name,
 )
 from indexer.jobs import queue as jobs
+from indexer.models import RepoState
 from indexer.source import remote_head
 
 if TYPE_CHECKING:
@@ -48,7 +56,7 @@ Commands:
   refs NAME                              where NAME is used: calls, types, imports, literals
 Admin commands:
   repo add owner/name [--branch B] [--include GLOB]... [--exclude GLOB]...
-  repo list                              registered repositories and their freshness
+  repo list                              registered and CLI-indexed repositories, freshness
   repo remove owner/name                 stop tracking and delete its index
   repo reindex owner/name                re-index every file
   channel grant owner/name [--channel C] everyone in this channel may see answers from it
@@ -122,6 +130,8 @@ class CommandContext:
     github: Callable[[], GitHubLookup]  # lazy: only repo add needs GitHub
     access: Callable[[], AccessStore]
     delete_chunks: Callable[[str], None]  # store.delete_repo
+    # store.repo_states: what search holds, including repositories `codeask index` wrote
+    indexed: Callable[[], list[RepoState]]
     clone_url: Callable[[str], str]
     git_token: Callable[[], str]
     admins: frozenset[str]  # "slack:T1:U1", "teams:<id>", "cli:*"
@@ -236,18 +246,11 @@ class Commands:
         )
 
     def repo_list(self, invoker: Invoker, args: list[str]) -> CommandResult:
-        repos = self.ctx.registry.all()
+        repos, note = self._repos()
         if not repos:
-            return CommandResult(
-                ["No repositories registered. Add one with `repo add owner/name`."]
-            )
-        rows = [_repo_row(r) for r in repos]
-        lines = [
-            f"{r['repo']}  {r['status']}  {r['branch']}@{r['commit'] or '-'}  {r['indexed']}"
-            f"{'  ' + r['behind'] if r['behind'] else ''}"
-            for r in rows
-        ]
-        return CommandResult(lines, rows=rows)
+            empty = "No repositories registered or indexed. Add one with `repo add owner/name`."
+            return CommandResult([empty, *note])
+        return CommandResult([r.line() for r in repos] + note, rows=[r.row() for r in repos])
 
     def repo_remove(self, invoker: Invoker, args: list[str]) -> CommandResult:
         repo = self._registered(_one(args, "repo remove owner/name"))
@@ -269,42 +272,54 @@ class Commands:
         return CommandResult([f"Full re-index of {repo.full_name} queued."])
 
     def status(self, invoker: Invoker, args: list[str]) -> CommandResult:
-        registry = self.ctx.registry
         if args:
-            repo = self._registered(_one(args, "status owner/name"))
-            row = _repo_row(repo)
-            lines = [
-                f"{repo.full_name}: {row['status']}, {repo.visibility}, "
-                f"branch {repo.tracked_branch}",
-                f"  indexed {row['commit'] or 'never'} ({row['indexed']}), "
-                f"{repo.chunk_count} chunks",
-            ]
-            if row["behind"]:
-                lines.append(f"  {row['behind']}")
-            if repo.last_error:
-                lines.append(f"  last error: {repo.last_error}")
-            for job in jobs.pending(registry.engine, repo.full_name):
-                lines.append(f"  job {job.id}: {job.kind} {job.status} (attempt {job.attempts})")
-            for run in registry.runs(repo.full_name, limit=3):
-                lines.append(
-                    f"  run {run.commit[:12] or '?'}: {run.outcome}, {run.changed_files} files "
-                    f"changed, {run.chunks} chunks, {run.seconds:.1f} s"
-                )
-            return CommandResult(lines, rows=[row])
-        repos = registry.all()
+            return self._status_of(check_repo_name(_one(args, "status owner/name")))
+        registry = self.ctx.registry
+        repos, note = self._repos()
         waiting = jobs.pending(registry.engine)
-        fresh = sum(
-            1
-            for r in repos
-            if r.last_indexed_commit and r.head_commit in ("", r.last_indexed_commit)
-        )
+        fresh = sum(1 for r in repos if r.up_to_date)
+        cli = sum(1 for r in repos if not r.registered)
+        untracked = f" ({cli} {ADDED_CLI}, not tracked)" if cli else ""
         lines = [
-            f"{len(repos)} repositories, {fresh} up to date, {len(waiting)} jobs queued or running."
+            f"{len(repos)} repositories{untracked}, {fresh} up to date, "
+            f"{len(waiting)} jobs queued or running."
         ]
-        lines += self.repo_list(invoker, []).lines if repos else []
+        lines += [r.line() for r in repos] + note
         for event in registry.events(limit=5):
             lines.append(f"GitHub App: {event.repo} {event.detail} ({age_text(event.created_at)})")
-        return CommandResult(lines, rows=[_repo_row(r) for r in repos])
+        return CommandResult(lines, rows=[r.row() for r in repos])
+
+    def _status_of(self, name: str) -> CommandResult:
+        cli = self._indexed_only(name)
+        if cli is not None:
+            row = cli.row()
+            lines = [
+                f"{name}: {row['status']}, {cli.visibility}, {ADDED_CLI} (not tracked)",
+                f"  indexed {row['commit'] or 'from a folder, no commit'} ({row['indexed']}), "
+                f"{cli.chunk_count} chunks",
+                f"  `codeask index` refreshes it; `repo add {name}` tracks its branch.",
+            ]
+            return CommandResult(lines, rows=[row])
+        registry = self.ctx.registry
+        repo = self._registered(name)
+        row = admin_repos([repo], [])[0].row()
+        lines = [
+            f"{repo.full_name}: {row['status']}, {repo.visibility}, "
+            f"branch {repo.tracked_branch}, {row['added']}",
+            f"  indexed {row['commit'] or 'never'} ({row['indexed']}), {repo.chunk_count} chunks",
+        ]
+        if row["behind"]:
+            lines.append(f"  {row['behind']}")
+        if repo.last_error:
+            lines.append(f"  last error: {repo.last_error}")
+        for job in jobs.pending(registry.engine, repo.full_name):
+            lines.append(f"  job {job.id}: {job.kind} {job.status} (attempt {job.attempts})")
+        for run in registry.runs(repo.full_name, limit=3):
+            lines.append(
+                f"  run {run.commit[:12] or '?'}: {run.outcome}, {run.changed_files} files "
+                f"changed, {run.chunks} chunks, {run.seconds:.1f} s"
+            )
+        return CommandResult(lines, rows=[row])
 
     # --- channels -------------------------------------------------------------------
 
@@ -396,8 +411,34 @@ class Commands:
     def _registered(self, name: str) -> Repo:
         repo = self.ctx.registry.get(check_repo_name(name))
         if repo is None or repo.status == REPO_DELETING:
+            if repo is None and self._indexed_only(name) is not None:
+                raise InvalidInput(
+                    f"{name} was {ADDED_CLI}, not registered: `repo add {name}` tracks it."
+                )
             raise InvalidInput(f"{name} is not registered. See `repo list`.")
         return repo
+
+    def _repos(self) -> tuple[list[AdminRepo], list[str]]:
+        """Registered and CLI-indexed repositories, and a note when the store is down."""
+        try:
+            indexed = self.ctx.indexed()
+        except UpstreamUnavailable as exc:
+            log.warning("admin view without the search store: %s", exc)
+            note = "The search store is unreachable: repositories indexed from the command "
+            note += "line are not listed."
+            return admin_repos(self.ctx.registry.all(), []), [note]
+        return admin_repos(self.ctx.registry.all(), indexed), []
+
+    def _indexed_only(self, name: str) -> AdminRepo | None:
+        """``name`` when only the search store knows it (written by `codeask index`)."""
+        if self.ctx.registry.get(name) is not None:
+            return None
+        try:
+            states = [s for s in self.ctx.indexed() if s.repo == name]
+        except UpstreamUnavailable as exc:
+            log.warning("admin view without the search store: %s", exc)
+            return None
+        return next(iter(admin_repos([], states)), None)
 
 
 @dataclass
@@ -431,23 +472,6 @@ def _one(values: list[str], usage: str) -> str:
     if len(values) != 1:
         raise InvalidInput(f"Usage: {usage}")
     return values[0]
-
-
-def _repo_row(repo: Repo) -> dict[str, str]:
-    behind = ""
-    if repo.head_commit and repo.head_commit != repo.last_indexed_commit:
-        count = f"{repo.commits_behind} commits" if repo.commits_behind else "new commits"
-        behind = f"{count} behind (head {repo.head_commit[:12]})"
-    return {
-        "repo": repo.full_name,
-        "status": repo.status,
-        "visibility": repo.visibility,
-        "branch": repo.tracked_branch,
-        "commit": repo.last_indexed_commit[:12],
-        "indexed": age_text(repo.last_indexed_at),
-        "behind": behind,
-        "chunks": str(repo.chunk_count),
-    }
 
 
 def _fail(message: str) -> CommandResult:
@@ -488,6 +512,7 @@ def command_context(services: Services) -> CommandContext:
         github=lambda: services.github,
         access=lambda: services.acl_store,
         delete_chunks=lambda repo: services.store.delete_repo(repo),
+        indexed=lambda: services.store.repo_states(),
         clone_url=services.clone_url,
         git_token=services.git_token,
         admins=parse_admins(services.bot.admins),

@@ -1,6 +1,7 @@
 """The App Home tab: your GitHub link, what you can ask about and how fresh it is.
 
-Admins also see the index status of every registered repository and recent failures.
+Admins also see the index status of every repository, registered or indexed from the
+command line, and recent failures.
 ``gather_home`` reads the databases and GitHub (blocking); ``home_view`` is pure.
 """
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from acl import Place, Principal
 from bot.answer import Asker
+from bot.chat import admin_repos
 from bot.services import Services
 from bot.slack.render import escape
 from indexer.jobs import REPO_ERROR, age_text
@@ -68,15 +70,14 @@ def gather_home(services: Services, asker: Asker, principal: Principal, admin: b
             )
         )
     data = HomeData(link.github_login if link else None, repos, access.reason, admin)
-    if admin:
-        for row in registered.values():
+    if admin:  # only an admin's own Home tab lists what is indexed beyond their access
+        for r in admin_repos(registered.values(), states.values()):
             data.index_status.append(
-                f"{row.full_name}: {row.status}, {row.tracked_branch}@"
-                f"{row.last_indexed_commit[:12] or '-'}, indexed {age_text(row.last_indexed_at)}"
-                f", {row.chunk_count} chunks"
+                f"{r.name}: {r.status}, {r.indexed_as}, indexed {age_text(r.indexed_at)}, "
+                f"{r.chunk_count} chunks, {r.added}"
             )
-            if row.status == REPO_ERROR or row.last_error:
-                data.failures.append(f"{row.full_name}: {row.last_error or row.status}")
+            if r.status == REPO_ERROR or r.last_error:
+                data.failures.append(f"{r.name}: {r.last_error or r.status}")
         data.queued_jobs = len(jobs.pending(services.registry.engine))
     return data
 
@@ -132,7 +133,9 @@ def home_view(data: HomeData) -> dict[str, Any]:
         blocks.append(
             _section(f"*Index status* (admin) — {data.queued_jobs} jobs queued or running")
         )
-        blocks += _lines([escape(s) for s in data.index_status], "No repository registered.")
+        blocks += _lines(
+            [escape(s) for s in data.index_status], "No repository registered or indexed."
+        )
         blocks.append(_section("*Recent failures*"))
         blocks += _lines([f"• {escape(f)}" for f in data.failures], "None.")
     return {"type": "home", "blocks": blocks}

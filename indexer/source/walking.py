@@ -85,6 +85,10 @@ class Skipped:
     reason: str
 
 
+# The skip reason of a listed path that is not in the work tree (tracked by git, deleted
+# without a commit, or gone since git listed it).
+DELETED_FROM_WORK_TREE = "deleted from the work tree"
+
 # git's id of the empty blob: ``git hash-object /dev/null``.
 EMPTY_BLOB_SHA = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
@@ -209,7 +213,7 @@ def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFi
             continue
         try:
             if not full.is_file():
-                yield Skipped(rel, "not a regular file (a submodule or a special file)")
+                yield Skipped(rel, _not_a_file_reason(full))
                 continue
             size = full.stat().st_size
             if size > max_bytes:
@@ -228,6 +232,15 @@ def walk_repository(root: Path, max_bytes: int = 1_000_000) -> Iterator[SourceFi
             yield Skipped(rel, "unsupported file type")
             continue
         yield SourceFile(rel, language, data, git_blob_sha(data))
+
+
+def _not_a_file_reason(full: Path) -> str:
+    # git lists what its index tracks: a file deleted in the work tree but not in a commit
+    # is still listed. The walk reads the work tree, so such a file is not indexed at all
+    # (and whatever an earlier run stored for it is removed), not indexed as committed.
+    if not os.path.lexists(full):
+        return DELETED_FROM_WORK_TREE
+    return "not a regular file (a submodule or a special file)"
 
 
 def content_skip_reason(data: bytes) -> str | None:
