@@ -30,6 +30,8 @@ class BotSettings(BaseSettings):
     llm_temperature: float = 0.1
     llm_max_tokens: int = 800
     llm_retries: int = 2
+    # A cross-encoder (a hub name or a folder), "none", or "llm": the configured language
+    # model orders the top 20 candidates in one listwise call (bot.answer.llm_rerank).
     rerank_model: str = ""
     rerank_candidates: int = 50
     # How the cross-encoder runs: "torch" (sentence-transformers CrossEncoder), "torch-bf16"

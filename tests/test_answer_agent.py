@@ -362,3 +362,55 @@ def test_identifier_questions_finish_in_one_round_without_tools(
     )
     assert answer.rounds == 0 and len(llm_server.requests) == 1 and answer.found
     assert "backoff_delay" in answer.sources[0].chunk.text
+
+
+# --- listwise rerank by the model (CODEASK_RERANK_MODEL=llm) ---------------------------------
+
+
+def _ranked(searcher: Searcher, server: FakeLLM, *replies: Reply) -> tuple[list[str], list[str]]:
+    """Fused order and the order after the model's rerank, as repo/path:lines labels."""
+    from bot.answer import load_reranker
+
+    fused = [h.chunk for h in searcher.search("how do retries back off", PAYMENTS_ONLY, k=50)]
+    settings = BotSettings(
+        llm_model="tool-model",
+        llm_api_base=server.base_url,
+        llm_retries=0,
+        rerank_model="llm",
+        answer_mode="single",
+    )
+    reranker = load_reranker(settings, Path("/nonexistent"))
+    assert reranker is not None and reranker.name == "llm:openai/tool-model"
+    server.script(*replies)
+    pipeline = AnswerPipeline(searcher, settings, reranker=reranker)
+    ranked = pipeline.retrieve("how do retries back off", PAYMENTS_ONLY).hits
+    return [c.location for c in fused], [h.chunk.location for h in ranked]
+
+
+def test_llm_rerank_orders_the_candidates_the_model_names_first(
+    searcher: Searcher, llm_server: FakeLLM
+) -> None:
+    fused, ranked = _ranked(searcher, llm_server, Reply("[3, 1]"))
+    assert ranked[:2] == [fused[2], fused[0]]
+    assert ranked[2:] == [f for i, f in enumerate(fused) if i not in (0, 2)]
+    prompt = llm_server.requests[0]["messages"][-1]["content"]
+    assert "BEGIN CANDIDATE 1" in prompt and "tools" not in llm_server.requests[0]
+    assert "acme/vault/keys.py" not in prompt and SECRET not in prompt  # allowed ones only
+
+
+@pytest.mark.parametrize(
+    "reply", [Reply("I cannot rank these."), Reply(status=503), Reply("[99, 0]")]
+)
+def test_llm_rerank_that_fails_keeps_the_fused_order(
+    searcher: Searcher, llm_server: FakeLLM, reply: Reply
+) -> None:
+    fused, ranked = _ranked(searcher, llm_server, reply)
+    assert ranked == fused
+
+
+def test_llm_rerank_needs_a_model() -> None:
+    from bot.answer import load_reranker
+    from indexer.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="CODEASK_LLM_MODEL"):
+        load_reranker(BotSettings(rerank_model="llm", llm_model=""), Path("/nonexistent"))

@@ -20,6 +20,7 @@ TINY_TOKENS = 80  # below this a chunk says too little on its own (a one-line as
 NEIGHBOUR_GAP = 3  # lines between two chunks that still count as neighbours
 TRAINED_SUBDIR = Path("models") / "reranker"
 RERANK_OFF = "none"
+RERANK_LLM = "llm"  # listwise rerank by the configured language model (bot.answer.llm_rerank)
 
 
 class Reranker(Protocol):
@@ -251,6 +252,17 @@ def trained_reranker_path(data_dir: Path) -> Path | None:
 _LOADED: dict[tuple[str, str, int, int], Reranker] = {}
 
 
+def _llm_reranker(settings: BotSettings) -> Reranker:
+    from bot.answer.llm import LiteLLMClient
+    from bot.answer.llm_rerank import LLMListwiseReranker
+
+    if not settings.llm_model.strip():
+        raise ConfigError(
+            "CODEASK_RERANK_MODEL=llm ranks with the language model: set CODEASK_LLM_MODEL too."
+        )
+    return LLMListwiseReranker(LiteLLMClient(settings))
+
+
 def load_reranker(settings: BotSettings, data_dir: Path) -> Reranker | None:
     """The configured reranker, else the trained one under ``data_dir``, else None.
 
@@ -262,6 +274,8 @@ def load_reranker(settings: BotSettings, data_dir: Path) -> Reranker | None:
     name = settings.rerank_model.strip()
     if name.lower() == RERANK_OFF:
         return None
+    if name.lower() == RERANK_LLM:
+        return _llm_reranker(settings)
     if not name:
         trained = trained_reranker_path(data_dir)
         name = str(trained) if trained and enabled_by_default(trained) else ""
