@@ -346,3 +346,52 @@ async def test_app_home_shows_link_and_askable_repos(world: World) -> None:
     view = json.dumps(call.args["view"])
     assert "@alice" in view and PUBLIC_REPO in view and PRIVATE_REPO in view
     assert "Index status" not in view  # not an admin
+
+
+async def test_a_thread_follow_up_starts_from_the_places_the_thread_already_read(
+    world: World,
+) -> None:
+    # The first answer, in #general; another one, in another channel.
+    world.llm.script(Reply("Backoff doubles the wait each attempt [1]."))
+    await world.post_event(mention("how does retry with backoff work?", "1700.002000"), "Ev40")
+    here = await world.slack.wait_for(_final)
+    await world.post_event(
+        mention("how does retry with backoff work?", "1700.002100", channel="C0OTHER"), "Ev41"
+    )
+    elsewhere = await world.slack.wait_for(lambda c: _final(c) and c.args["ts"] != here.args["ts"])
+
+    def bot_message(call: Call, ts: str) -> dict[str, object]:
+        return {
+            "type": "message",
+            "user": "UBOT",
+            "bot_id": "BBOT",
+            "ts": ts,
+            "text": call.args.get("text", ""),
+            "blocks": call.args["blocks"],
+        }
+
+    for answered, ok in ((here, True), (elsewhere, False)):
+        world.llm.requests.clear()
+        world.slack.threads[("C0GENERAL", "1700.002000")] = [
+            {
+                "type": "message",
+                "user": "U0ALICE",
+                "ts": "1700.002000",
+                "text": "<@UBOT> how does retry with backoff work?",
+            },
+            bot_message(answered, "1700.002001"),
+            {
+                "type": "message",
+                "user": "U0ALICE",
+                "ts": "1700.002300",
+                "text": "<@UBOT> what is in the README?",
+            },
+        ]
+        seen = {id(c) for c in world.slack.calls}
+        event = mention("what is in the README?", "1700.002300", thread_ts="1700.002000")
+        await world.post_event(event, f"Ev42{ok}")
+        await world.slack.wait_for(lambda c, seen=seen: _final(c) and id(c) not in seen)
+        opening = world.llm.requests[0]["messages"][-1]["content"]
+        carried = "net/retry.py:1-7 (retry_with_backoff) (read earlier in this conversation)"
+        # Only an answer given here carries its places; one from another channel is ignored.
+        assert (carried in opening) is ok, opening

@@ -40,6 +40,7 @@ TokenCallback = Callable[[str], None]
 CHARS_PER_TOKEN = 4  # budgets are set in tokens and counted in characters
 MAX_CALLS_PER_ROUND = 8
 PLACES_READ_SHOWN = 5
+EARLIER = " (read earlier in this conversation)"
 
 AGENT_RULES = f"""You answer questions about a company's source code for a teammate.
 You are given numbered sources from a first search of the indexed repositories, and tools
@@ -122,13 +123,16 @@ class AgentLoop:
         history: Sequence[tuple[str, str]] = (),
         on_token: TokenCallback | None = None,
         on_step: StepCallback | None = None,
+        carried: int = 0,
     ) -> Answer:
+        """``first`` are the places the model starts from: the first ``carried`` of them
+        were shown by earlier answers of the conversation, the rest by this search."""
         s = self.settings
         book = SourceBook(repos)
         run = _Run(
             book=book,
             tools=CodeTools(self.searcher, repos, s.agent_read_lines),
-            messages=self._opening(question, first, history, book),
+            messages=self._opening(question, first, history, book, carried),
             deadline=time.monotonic() + s.llm_timeout,
         )
         steps: list[AgentStep] = []
@@ -153,6 +157,7 @@ class AgentLoop:
         first: Sequence[Hit],
         history: Sequence[tuple[str, str]],
         book: SourceBook,
+        carried: int = 0,
     ) -> list[Message]:
         rules = AGENT_RULES.replace("{rounds}", str(self.settings.agent_rounds))
         messages: list[Message] = [{"role": "system", "content": rules}]
@@ -161,7 +166,10 @@ class AgentLoop:
                 {"role": "user", "content": asked},
                 {"role": "assistant", "content": answered},
             ]
-        places = [Place(h.chunk, numbered_lines(h.chunk), h.score) for h in first]
+        places = [
+            Place(h.chunk, numbered_lines(h.chunk), h.score, EARLIER if i < carried else "")
+            for i, h in enumerate(first)
+        ]
         sources, _ = render_places(
             book, "Sources from a first search:", places, self.settings.context_chars
         )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 from sqlalchemy.engine import Engine
 
 from acl import Access, AccessResolver, Place, Principal
-from bot.answer.records import AnsweredQuestion, load_answer, record_answer
+from bot.answer.records import AnsweredQuestion, load_answer, record_answer, seen_here
 from bot.answer.result import Answer, Source, source_list
 from indexer.errors import AccessDenied, CodeaskError, InvalidInput, StoreUnavailable
 from indexer.stores import SearchBackend
@@ -93,7 +93,9 @@ class Question:
 
     ``thread_history`` holds (question, answer) pairs, oldest first. ``id`` names the
     question in the audit log, in feedback and in logs. ``only`` (the CLI's ``--repo``)
-    narrows the repositories the asker may read and never widens them.
+    narrows the repositories the asker may read and never widens them. ``earlier`` names
+    the stored answers of the conversation (latest last) whose places a follow-up reads
+    again, each re-checked against this asker, place and allowed set.
     """
 
     principal: Principal
@@ -102,6 +104,7 @@ class Question:
     thread_history: History = ()
     id: str = field(default_factory=new_question_id)
     only: frozenset[str] | None = None
+    earlier: tuple[str, ...] = ()
 
 
 ANSWER_THREADS = 8  # questions answered at once per server process; more wait
@@ -166,7 +169,8 @@ class Asker:
             # Fail closed: without a decision nothing is searched.
             log.error("question %s: access resolution failed: %s", question.id, exc)
             return Answer(question.text, ACCESS_DOWN_TEXT, [], found=False)
-        answer = self._answer_within(question, access, on_token, on_step)
+        carried = self._carried(question, access)
+        answer = self._answer_within(question, access, on_token, on_step, carried)
         answer.withheld_private = access.withheld
         if access.reason:
             answer.notes.insert(0, access.reason)
@@ -209,6 +213,7 @@ class Asker:
         access: Access,
         on_token: TokenCallback | None,
         on_step: StepCallback | None = None,
+        carried: tuple[Source, ...] = (),
     ) -> Answer:
         if not access.repos:
             return Answer(question.text, NO_REPOS_TEXT, [], found=False)
@@ -216,7 +221,7 @@ class Asker:
         pipeline = self.pipeline
         try:
             stream = on_token if pipeline.llm is not None else None
-            return pipeline.answer(question.text, access.repos, stream, history, on_step)
+            return pipeline.answer(question.text, access.repos, stream, history, on_step, carried)
         except StoreUnavailable as exc:
             log.error("question %s: search store unavailable: %s", question.id, exc)
             return Answer(question.text, STORE_DOWN_TEXT, [], found=False)
@@ -246,6 +251,22 @@ class Asker:
         return Answer(
             question.text, f"{LLM_DOWN_TEXT}\n{source_list(sources)}", sources, found=False
         )
+
+    def _carried(self, question: Question, access: Access) -> tuple[Source, ...]:
+        """The places earlier answers of this conversation showed, that this asker may see
+        here and now: an answer from another place or asker, or a repository no longer
+        allowed, carries nothing."""
+        carried: list[Source] = []
+        for earlier in question.earlier[-4:]:
+            try:
+                stored = load_answer(self.services.engine, earlier)
+            except Exception:
+                log.exception("question %s: earlier answer %s unreadable", question.id, earlier)
+                continue
+            if stored is None or not seen_here(stored, question.principal, question.place):
+                continue
+            carried += [s for s in stored.sources if s.chunk.repo in access.repos]
+        return tuple(carried)
 
     def _audit(self, question: Question, access: Access, answer: Answer) -> None:
         try:

@@ -37,7 +37,7 @@ from bot.answer.result import (
 from bot.answer.retrieval_cache import Retrieval, RetrievalCache, cache_key, index_generation
 from bot.settings import BotSettings
 from indexer.errors import InvalidInput, UpstreamUnavailable
-from indexer.models import Chunk
+from indexer.models import Chunk, Hit
 from indexer.search import Searcher
 from indexer.stores import assert_allowed
 
@@ -159,6 +159,7 @@ class AnswerPipeline:
         on_token: Callable[[str], None] | None = None,
         history: list[tuple[str, str]] | None = None,
         on_step: StepCallback | None = None,
+        carried: Sequence[Source] = (),
     ) -> Answer:
         """A cited answer drawn only from ``repos``.
 
@@ -167,7 +168,9 @@ class AnswerPipeline:
         ``on_token`` receives the first generation as it streams; the returned text is
         the validated one, which differs when citations had to be repaired. ``on_step``
         receives each tool step of an agentic answer ("Searching for `x`"); streamed text
-        before a step was the model thinking aloud, not the answer.
+        before a step was the model thinking aloud, not the answer. ``carried`` are places
+        earlier answers of the conversation showed (already checked for this asker): an
+        agentic follow-up starts from them as well as from its own search.
         """
         check_question(question)
         started = time.perf_counter()
@@ -197,7 +200,8 @@ class AnswerPipeline:
                 result = extractive_answer(question, sources)
             elif (agent := self._agent()) is not None:
                 try:
-                    result = agent.answer(question, repos, top, history, on_token, on_step)
+                    first, kept = _with_carried(carried, top, repos)
+                    result = agent.answer(question, repos, first, history, on_token, on_step, kept)
                     result.mode = "agent"
                 except ToolsRefused:
                     if self.settings.answer_mode == "agent":
@@ -266,3 +270,23 @@ class AnswerPipeline:
             used_llm=True,
             notes=notes,
         )
+
+
+CARRIED_PLACES = 6  # places of earlier answers a follow-up starts from, latest first
+
+
+def _with_carried(
+    carried: Sequence[Source], top: Sequence[Hit], repos: frozenset[str]
+) -> tuple[list[Hit], int]:
+    """The earlier answers' places (latest first, allowed ones only) and then this search's
+    hits, each place once; and how many of them came from earlier answers."""
+    seen: set[str] = set()
+    first: list[Hit] = []
+    for s in list(reversed(carried))[:CARRIED_PLACES]:
+        if s.chunk.repo in repos and s.chunk.id not in seen:
+            seen.add(s.chunk.id)
+            first.append(Hit(chunk=s.chunk, score=s.score))
+    kept = len(first)
+    first += [h for h in top if h.chunk.id not in seen]
+    assert_allowed(first, repos)
+    return first, kept

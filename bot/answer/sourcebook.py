@@ -97,6 +97,7 @@ class Place:
     chunk: Chunk
     body: str
     score: float = 0.0
+    note: str = ""  # said after the heading, e.g. that an earlier answer showed it
 
 
 def preview(chunk: Chunk, lines: int = PREVIEW_LINES, score: float = 0.0) -> Place:
@@ -119,9 +120,10 @@ def render_places(
             break
         if used + len(probe) + 2 > limit_chars:  # not even one place fits whole: cut its body
             room = max(limit_chars - used - 200, 0)
-            place = Place(place.chunk, place.body[:room] + "\n      …[cut: output budget]")
+            body = place.body[:room] + "\n      …[cut: output budget]"
+            place = Place(place.chunk, body, place.score, place.note)
         source = book.add(place.chunk, place.score)
-        block = book.fenced(source, place.body)
+        block = book.fenced(source, place.body, place.note)
         parts.append(block)
         used += len(block) + 2
         shown += 1

@@ -223,11 +223,12 @@ class SlackBot:
         thread_ts = event.get("thread_ts") or event["ts"]
         place = Place("dm") if channel.startswith("D") else Place("channel", channel)
         history: History = ()
+        earlier: tuple[str, ...] = ()
         if event.get("thread_ts"):
-            history = await thread_turns(
+            history, earlier = await thread_turns(
                 self.client, channel, event["thread_ts"], event["ts"], context
             )
-        await self._ask(context, event, channel, thread_ts, place, history)
+        await self._ask(context, event, channel, thread_ts, place, history, earlier)
 
     async def _on_message(self, event: dict[str, Any], context: Any) -> None:
         subtype = event.get("subtype")
@@ -238,10 +239,12 @@ class SlackBot:
         channel = event["channel"]
         thread_ts = event.get("thread_ts")
         if thread_ts:
-            history = await thread_turns(self.client, channel, thread_ts, event["ts"], context)
+            history, earlier = await thread_turns(
+                self.client, channel, thread_ts, event["ts"], context
+            )
         else:
-            history = await dm_turns(self.client, channel, event["ts"], context)
-        await self._ask(context, event, channel, thread_ts, Place("dm"), history)
+            history, earlier = await dm_turns(self.client, channel, event["ts"], context)
+        await self._ask(context, event, channel, thread_ts, Place("dm"), history, earlier)
 
     async def _ask(
         self,
@@ -251,13 +254,15 @@ class SlackBot:
         thread_ts: str | None,
         place: Place,
         history: History,
+        earlier: tuple[str, ...] = (),
     ) -> None:
         text = strip_mentions(event.get("text") or "")
         if not text:
             await self._say(channel, thread_ts, text_message(EMPTY_QUESTION_TEXT))
             return
         principal = Principal("slack", f"{context.team_id}:{event['user']}")
-        await self.answer(Question(principal, place, text, history), channel, thread_ts)
+        question = Question(principal, place, text, history, earlier=earlier)
+        await self.answer(question, channel, thread_ts)
 
     async def answer(self, question: Question, channel: str, thread_ts: str | None) -> None:
         """Placeholder now, streamed edits, then the final answer; a message even on failure."""

@@ -64,9 +64,32 @@ def turns_from_messages(
     return tuple(turns[-HISTORY_TURNS:])
 
 
+ANSWER_BLOCK = "codeask_answer:"  # block_id prefix of an answer's buttons (bot.slack.render)
+
+
+def answers_among(
+    messages: list[dict[str, Any]], bot_user_id: str, before_ts: str
+) -> tuple[str, ...]:
+    """Question ids of the bot's answers written before ``before_ts``, latest last: what
+    a follow-up may read again (the Asker re-checks each against the asker and place)."""
+    ids: list[str] = []
+    for m in messages:
+        if float(m.get("ts", "0")) >= float(before_ts):
+            break
+        from_bot = bool(m.get("bot_id")) or (bool(bot_user_id) and m.get("user") == bot_user_id)
+        if not from_bot:
+            continue
+        for block in m.get("blocks") or []:
+            block_id = block.get("block_id") if isinstance(block, dict) else None
+            if isinstance(block_id, str) and block_id.startswith(ANSWER_BLOCK):
+                ids.append(block_id[len(ANSWER_BLOCK) :][:64])
+    return tuple(dict.fromkeys(ids))[-HISTORY_TURNS:]
+
+
 async def thread_turns(
     client: AsyncWebClient, channel: str, thread_ts: str, before: str, context: Any
-) -> History:
+) -> tuple[History, tuple[str, ...]]:
+    """The thread's earlier turns and the ids of the answers among them."""
     # Replies come oldest first, a page at a time: a long thread's latest turns are on its
     # last page, so every page is read (up to a bound) and the turns come from the end.
     messages: list[dict[str, Any]] = []
@@ -83,11 +106,15 @@ async def thread_turns(
     except SlackApiError as exc:
         log.warning("thread history unavailable: %s", exc.response.get("error"))
         if not messages:
-            return ()
-    return turns_from_messages(messages, context.bot_user_id or "", before)
+            return (), ()
+    bot = context.bot_user_id or ""
+    return turns_from_messages(messages, bot, before), answers_among(messages, bot, before)
 
 
-async def dm_turns(client: AsyncWebClient, channel: str, before: str, context: Any) -> History:
+async def dm_turns(
+    client: AsyncWebClient, channel: str, before: str, context: Any
+) -> tuple[History, tuple[str, ...]]:
+    """The DM's recent turns and the ids of the answers among them."""
     oldest = f"{max(float(before) - DM_HISTORY_SECONDS, 0):.6f}"
     try:
         response = await client.conversations_history(
@@ -95,6 +122,7 @@ async def dm_turns(client: AsyncWebClient, channel: str, before: str, context: A
         )
     except SlackApiError as exc:
         log.warning("DM history unavailable: %s", exc.response.get("error"))
-        return ()
+        return (), ()
     messages = sorted(response.get("messages") or [], key=lambda m: float(m.get("ts", "0")))
-    return turns_from_messages(messages, context.bot_user_id or "", before)
+    bot = context.bot_user_id or ""
+    return turns_from_messages(messages, bot, before), answers_among(messages, bot, before)
