@@ -395,3 +395,23 @@ async def test_a_thread_follow_up_starts_from_the_places_the_thread_already_read
         carried = "net/retry.py:1-7 (retry_with_backoff) (read earlier in this conversation)"
         # Only an answer given here carries its places; one from another channel is ignored.
         assert (carried in opening) is ok, opening
+
+
+async def test_an_agentic_dm_answer_shows_each_step_then_cites_what_it_read(
+    world: World,
+) -> None:
+    world.llm.script(
+        Reply("", tool_calls=(("find_definitions", json.dumps({"name": PRIVATE_SYMBOL})),)),
+        Reply("Every data key is re-wrapped with the new key [1].", delay=1.5),
+    )
+    event = direct_message(PRIVATE_QUESTION, "1700.003000") | {"thread_ts": "1700.002900"}
+    await world.post_event(event, "Ev50")
+    final = await world.slack.wait_for(_final)
+    step = f"Looking up the definition of `{PRIVATE_SYMBOL}`"
+    edits = [_text(c) for c in world.slack.of("chat.update") if c is not final]
+    assert any(step in e for e in edits), edits
+    [status] = world.slack.of("assistant.threads.setStatus")
+    assert status.args["thread_ts"] == "1700.002900" and step in status.args["status"]
+    assert "tools" in world.llm.requests[0]
+    body = _text(final)
+    assert f"/{PRIVATE_REPO}/blob/" in body and f"{PRIVATE_PATH}#L1-L6" in body

@@ -566,3 +566,28 @@ async def test_feedback_on_a_personal_answer_is_refused_to_anyone_else_and_anywh
     assert [(f.user_id, f.verdict) for f in feedback_for(engine, helpful["question_id"])] == [
         (ALICE, "helpful")
     ]
+
+
+async def test_personal_chat_shows_each_agent_step_and_a_channel_keeps_typing(
+    teams: Teams, llm: FakeLLM
+) -> None:
+    step = "Looking up the definition of `rotate_signing_key`"
+    script = (
+        Reply("", tool_calls=(("find_definitions", json.dumps({"name": "rotate_signing_key"})),)),
+        Reply("The new key signs and the previous one only verifies [1].", delay=2.0),
+    )
+    llm.script(*script)
+    activity = teams.activity(VAULT_Q, ALICE, "personal")
+    await teams.post(activity)
+    calls = teams.connector.sent(activity["conversation"]["id"])
+    edits = [c for c in calls if c.method == "PUT"]
+    assert any(step in json.dumps(c.body) for c in edits[:-1]), [c.body for c in edits]
+    assert "vault/rotation.py#L" in _card_text(edits[-1])
+
+    llm.script(*script)
+    shared = teams.activity(VAULT_Q, ALICE, "groupChat")
+    await teams.post(shared)
+    sent = teams.connector.sent(shared["conversation"]["id"])
+    typing = [c for c in sent if c.body.get("type") == "typing"]
+    assert len(typing) >= 2 and not any(c.method == "PUT" for c in sent)  # again per step
+    assert all(step not in json.dumps(c.body) for c in sent)  # steps stay out of a channel
