@@ -584,10 +584,14 @@ async def test_personal_chat_shows_each_agent_step_and_a_channel_keeps_typing(
     assert any(step in json.dumps(c.body) for c in edits[:-1]), [c.body for c in edits]
     assert "vault/rotation.py#L" in _card_text(edits[-1])
 
-    llm.script(*script)
-    shared = teams.activity(VAULT_Q, ALICE, "groupChat")
+    llm.script(
+        Reply("", tool_calls=(("find_definitions", json.dumps({"name": "RetryPolicy"})),)),
+        Reply("Failed charges are retried by the retry policy [1].", delay=2.0),
+    )
+    shared = teams.activity("How are failed charges retried?", ALICE, "groupChat")
     await teams.post(shared)
     sent = teams.connector.sent(shared["conversation"]["id"])
     typing = [c for c in sent if c.body.get("type") == "typing"]
     assert len(typing) >= 2 and not any(c.method == "PUT" for c in sent)  # again per step
-    assert all(step not in json.dumps(c.body) for c in sent)  # steps stay out of a channel
+    assert len(llm.requests) == 2
+    assert all("Looking up" not in json.dumps(c.body) for c in sent)  # steps stay private
