@@ -228,3 +228,50 @@ def test_bad_and_huge_input_never_raise_and_stay_bounded() -> None:
     assert len(tags("python", deep)) <= MAX_TAGS
     many = b"".join(b"f%d(x)\n" % i for i in range(20_000))
     assert len(tags("python", many)) <= MAX_TAGS
+
+
+# language -> (source, definitions (qualified, kind) and references that must be among them)
+GAPS: dict[str, tuple[str, set[tuple[str, str]], set[str]]] = {
+    "go": (
+        "package store\n\ntype Store interface {\n\tGet(key string) (string, error)\n}\n",
+        {("Store", "class"), ("Store.Get", "method")},
+        set(),
+    ),
+    "rust": (
+        "use serde::{Deserialize, de::Visitor};\nuse std::fmt;\n",
+        set(),
+        {"serde", "Deserialize", "Visitor", "std::fmt", "fmt"},
+    ),
+    "ruby": (
+        'require "net/http"\nrequire_relative "lib/retry"\n\nclient = Client.new(timeout: 5)\n',
+        set(),
+        {"net/http", "lib/retry", "Client"},
+    ),
+    "swift": (
+        "extension Kettle {\n  func boil() {}\n}\n\nclass Teapot {\n  init(size: Int) {}\n}\n",
+        {("Kettle.boil", "method"), ("Teapot", "class"), ("Teapot.init", "method")},
+        set(),
+    ),
+    "dart": (
+        "class Account {\n  Account(this.id);\n  Account.guest() : id = 0;\n"
+        "  int get balance => 0;\n  set balance(int v) {}\n}\n",
+        {("Account.Account", "method"), ("Account.guest", "method"), ("Account.balance", "method")},
+        set(),
+    ),
+    "tsx": (
+        "export function Toolbar() {\n  return <Panel><Icon.Star size={2} /></Panel>;\n}\n",
+        {("Toolbar", "function")},
+        {"Panel", "Icon.Star"},
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(GAPS))
+def test_the_names_each_grammar_used_to_miss(language: str) -> None:
+    source, defined, referenced = GAPS[language]
+    found = tags(language, source.encode())
+    definitions = {(t.qualified, t.kind) for t in found if t.role == "definition"}
+    assert defined <= definitions, definitions
+    assert referenced <= {t.name for t in found if t.role == "reference"}
+    if language == "swift":  # an extension qualifies its methods but does not define the type
+        assert ("Kettle", "class") not in definitions

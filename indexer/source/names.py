@@ -15,7 +15,7 @@ from indexer.source.tags import literals, tags
 
 # Bump when what a chunk's names hold changes: every repository is then read again once
 # (indexer.jobs.indexing.config_version), its vectors coming from the embedding cache.
-NAMES_VERSION = "1"
+NAMES_VERSION = "2"  # 2: Go interface methods, Rust use lists, Ruby require, Swift extensions and init, Dart constructors and accessors, JSX components
 MAX_DEFINES = 32
 MAX_REFERENCES = 200
 MAX_LITERALS = 48

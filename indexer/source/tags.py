@@ -167,19 +167,21 @@ def _text(node: Any) -> str:
     return bytes(node.text or b"").decode("utf-8", "replace")
 
 
-# Grammars that read another's query file (TSX is TypeScript with markup).
-_SAME_QUERIES = {"tsx": "typescript"}
+# Grammars that read another's query file first (TSX is TypeScript with markup).
+_BASE_QUERIES = {"tsx": "typescript"}
 
 
 @functools.cache
 def _query(language: str) -> Any:
-    path = QUERIES / f"{_SAME_QUERIES.get(language, language)}.scm"
-    if not path.is_file():
+    names = [_BASE_QUERIES[language]] if language in _BASE_QUERIES else []
+    paths = [QUERIES / f"{n}.scm" for n in [*names, language]]
+    texts = [p.read_text() for p in paths if p.is_file()]
+    if not texts:
         return None
     from tree_sitter import Query
     from tree_sitter_language_pack import get_language
 
-    return Query(get_language(language), path.read_text())  # type: ignore[arg-type]
+    return Query(get_language(language), "\n".join(texts))  # type: ignore[arg-type]
 
 
 def _parser(language: str) -> Any:

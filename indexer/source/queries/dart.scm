@@ -10,3 +10,7 @@
 (type_identifier) @name @reference.type
 (uri (string_literal) @name) @reference.import
 (string_literal) @literal
+(method_signature (getter_signature name: (identifier) @name)) @definition.method
+(method_signature (setter_signature name: (identifier) @name)) @definition.method
+; The name right before the parameters: the class for `A(...)`, `named` for `A.named(...)`.
+(constructor_signature (identifier) @name . (formal_parameter_list)) @definition.method

@@ -15,3 +15,5 @@
 (selector_expression) @name @reference.attribute
 (interpreted_string_literal_content) @literal
 (raw_string_literal_content) @literal
+; An interface's methods are qualified by the interface (the type_spec around them).
+(method_elem name: (field_identifier) @name) @definition.method

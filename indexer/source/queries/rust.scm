@@ -14,7 +14,14 @@
 (call_expression function: (scoped_identifier name: (identifier) @name)) @reference.call
 (macro_invocation macro: (identifier) @name) @reference.call
 (type_identifier) @name @reference.type
-(use_declaration argument: (_) @name) @reference.import
+; A use names its path and each item it brings in: `use a::{B, c::D}` imports B and D.
+(use_declaration argument: (scoped_identifier) @name) @reference.import
+(use_declaration argument: (scoped_identifier name: (identifier) @name)) @reference.import
+(use_declaration argument: (identifier) @name) @reference.import
+(scoped_use_list path: (_) @name) @reference.import
+(use_list (identifier) @name) @reference.import
+(use_list (scoped_identifier name: (identifier) @name)) @reference.import
+(use_as_clause path: (_) @name) @reference.import
 (scoped_identifier) @name @reference.attribute
 (string_content) @literal
 ; An impl block only names the type its functions belong to.

@@ -8,3 +8,6 @@
 (user_type (type_identifier) @name) @reference.type
 (import_declaration (identifier) @name) @reference.import
 (line_str_text) @literal
+; An extension qualifies its methods by the extended type without defining it again.
+(class_declaration name: (user_type (type_identifier) @name)) @scope.methods
+(init_declaration "init" @name) @definition.method
