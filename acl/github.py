@@ -266,6 +266,21 @@ class GitHubClient:
 
     # --- API ------------------------------------------------------------------------
 
+    def verify(self) -> str:
+        """What the credentials are, once GitHub accepted them (``codeask doctor``): an App
+        obtains an installation token, a token reads its rate limit."""
+        status, body, _ = self._get("/rate_limit")
+        if status != 200:
+            raise self._unexpected("the rate limit", status)
+        core = (body or {}).get("resources", {}).get("core", {}) if isinstance(body, dict) else {}
+        left = core.get("remaining", "?") if isinstance(core, dict) else "?"
+        who = (
+            f"App {self._app_id}, installation {self._installation_id}"
+            if self._app_id
+            else "the token"
+        )
+        return f"{who} accepted; {left} requests left this hour"
+
     def repository(self, full_name: str) -> RepoInfo | None:
         """Metadata of ``owner/name``; None when GitHub says it does not exist (or is hidden)."""
         status, body, _ = self._get(f"/repos/{_repo_path(full_name)}")

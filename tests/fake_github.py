@@ -156,6 +156,9 @@ class _Handler(BaseHTTPRequestHandler):
         self, gh: FakeGitHub, parts: list[str], query: dict[str, list[str]]
     ) -> tuple[int, Any, dict[str, str]]:
         not_found: tuple[int, Any, dict[str, str]] = (404, {"message": "Not Found"}, {})
+        if parts == ["rate_limit"]:
+            core = {"limit": 5000, "remaining": gh.rate_remaining, "reset": gh.rate_reset or 0}
+            return 200, {"resources": {"core": core}, "rate": core}, {}
         if len(parts) == 3 and parts[0] == "repos":
             repo = gh.repos.get(f"{parts[1]}/{parts[2]}")
             return (200, repo, {}) if repo else not_found

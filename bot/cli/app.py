@@ -297,6 +297,22 @@ def eval_(
     )
 
 
+@app.command()
+def doctor() -> None:
+    """Check every configured part end to end: one line each, exit 1 when one failed."""
+    from bot.cli.doctor import run_checks
+
+    colors = {"ok": "green", "warning": "yellow", "failed": "red", "skipped": "dim"}
+    checks = run_checks(Services(migrate=False))
+    for c in checks:
+        out.print(f"[{colors[c.status]}]{c.status:<8}[/] {c.name:<16} ", end="")
+        out.print(c.detail, markup=False, highlight=False)
+    failed = [c.name for c in checks if c.status == "failed"]
+    if failed:
+        err.print(f"{len(failed)} check(s) failed: {', '.join(failed)}")
+        raise typer.Exit(1)
+
+
 @app.command("migrate-index")
 def migrate_index(
     delete_old: Annotated[

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from indexer.jobs.indexing import IndexReport, ProgressFn, index_repository
+from indexer.jobs.indexing import IndexReport, ProgressFn, config_version, index_repository
 from indexer.jobs.reconcile import git_heads, reconcile
 from indexer.jobs.registry import (
     KIND_DELETE,
@@ -42,6 +42,7 @@ __all__ = [
     "WorkerConfig",
     "age_text",
     "check_repo_name",
+    "config_version",
     "git_heads",
     "index_repository",
     "reconcile",
