@@ -27,7 +27,7 @@ REASON_GITHUB_PARTIAL = (
     "repositories it could not confirm were left out."
 )
 REASON_UNLINKED = (
-    "Only public repositories were searched. Link your GitHub account (`/codeask link`) "
+    "Only public repositories were searched. Link your GitHub account (the link command) "
     "to include the private ones you can read."
 )
 REASON_CHANNEL = (

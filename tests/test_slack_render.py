@@ -79,8 +79,8 @@ def test_links_use_slack_syntax_and_cannot_break_out() -> None:
     assert markdown_to_mrkdwn("<https://x.io>") == "<https://x.io|https://x.io>"
     # a label with "|" or ">" cannot end the link early
     assert markdown_to_mrkdwn("[a|b>c](https://x.io)") == "<https://x.io|a¦b&gt;c>"
-    # only web links become links
-    assert markdown_to_mrkdwn("[x](javascript:alert(1))") == "[x](javascript:alert(1))"
+    # only web links become links; any other is shown inert
+    assert markdown_to_mrkdwn("[x](javascript:alert(1))") == "x (`javascript:alert(1)`)"
     assert link("src/a.py#L1-L2", "a.py") == "a.py"
     # Text the model wrote (or indexed code it quoted) cannot smuggle a control sequence
     # such as <!here> or <@U123> into a link's URL.
@@ -123,7 +123,9 @@ def test_inline_code_is_not_formatted() -> None:
 
 def test_headings_bullets_and_quotes() -> None:
     md = "## Setup **now**\n- first\n* second\n  + nested\n> quoted <x>"
-    assert markdown_to_mrkdwn(md) == "*Setup now*\n• first\n• second\n  • nested\n>quoted &lt;x&gt;"
+    assert markdown_to_mrkdwn(md) == (
+        "*Setup now*\n• first\n• second\n    ◦ nested\n>quoted &lt;x&gt;"
+    )
 
 
 @settings(max_examples=200, deadline=None)

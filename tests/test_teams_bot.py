@@ -480,7 +480,7 @@ async def test_a_repo_indexed_from_the_command_line_is_listed_only_to_the_admin_
             assert all("acme/ledger" not in _card_text(m) for m in thread)
             private = _card_text(teams.connector.messages(f"a:personal-29:{ADMIN}")[-1])
             assert "acme/ledger" in private and "indexed from the command line" in private
-            assert "acme/vault" in private and "registered with `repo add`" in private
+            assert "acme/vault" in private and "registered with **repo add**" in private
     finally:
         services.store.delete_repo("acme/ledger")
 

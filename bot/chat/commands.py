@@ -45,23 +45,43 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-HELP = """\
-Commands:
-  help                                   this list
-  whoami                                 your GitHub link and role
-  link                                   link your GitHub account (to read private repos)
-  link confirm CODE                      finish it with the code the sign-in page showed
-  unlink                                 remove that link
-  defs NAME                              where NAME is defined (repositories you may read here)
-  refs NAME                              where NAME is used: calls, types, imports, literals
-Admin commands:
-  repo add owner/name [--branch B] [--include GLOB]... [--exclude GLOB]...
-  repo list                              registered and CLI-indexed repositories, freshness
-  repo remove owner/name                 stop tracking and delete its index
-  repo reindex owner/name                re-index every file
-  channel grant owner/name [--channel C] everyone in this channel may see answers from it
-  channel revoke owner/name [--channel C]
-  status [owner/name]                    freshness, jobs and recent GitHub App changes"""
+# (usage, what it does, admins only): each platform shows these in its own syntax.
+HELP: tuple[tuple[str, str, bool], ...] = (
+    ("help", "this list", False),
+    ("whoami", "your GitHub link and role", False),
+    ("link", "link your GitHub account (to read private repos)", False),
+    ("link confirm CODE", "finish it with the code the sign-in page showed", False),
+    ("unlink", "remove that link", False),
+    ("defs NAME", "where NAME is defined (repositories you may read here)", False),
+    ("refs NAME", "where NAME is used: calls, types, imports, literals", False),
+    (
+        "repo add owner/name [--branch B] [--include GLOB]... [--exclude GLOB]...",
+        "register a repository and index it",
+        True,
+    ),
+    ("repo list", "registered and CLI-indexed repositories, freshness", True),
+    ("repo remove owner/name", "stop tracking and delete its index", True),
+    ("repo reindex owner/name", "re-index every file", True),
+    (
+        "channel grant owner/name [--channel C]",
+        "everyone in this channel may see answers from it",
+        True,
+    ),
+    ("channel revoke owner/name [--channel C]", "undo a grant", True),
+    ("status [owner/name]", "freshness, jobs and recent GitHub App changes", True),
+)
+
+
+def help_result(admin: bool) -> CommandResult:
+    """``help``: ``rows`` (command, does, admin) for chat, ``lines`` for a terminal."""
+    entries = [e for e in HELP if admin or not e[2]]
+    rows = [{"command": c, "does": d, "admin": "yes" if a else ""} for c, d, a in entries]
+    lines = ["Commands:"]
+    for command, does, only_admins in entries:
+        if only_admins and not lines[-1].startswith("Admin"):
+            lines.append("Admin commands:")
+        lines.append(f"  {command:<38} {does}")
+    return CommandResult(lines, rows=rows)
 
 
 @dataclass(frozen=True)
@@ -167,7 +187,7 @@ class Commands:
         except ValueError:
             return _fail("Unbalanced quotes in the command.")
         if not words or words[0] in ("help", "--help", "-h"):
-            return CommandResult(HELP.splitlines())
+            return help_result(is_admin(invoker, self.ctx.admins))
         try:
             return self._dispatch(invoker, words)
         except CodeaskError as exc:

@@ -55,6 +55,7 @@ from bot.slack.render import (
     SEARCHING_TEXT,
     SlackMessage,
     answer_messages,
+    help_message,
     source_details,
     text_message,
 )
@@ -317,7 +318,10 @@ class SlackBot:
             result = CommandResult(
                 ["Something went wrong running that command; the error was logged."], error=True
             )
-        message = text_message(result.text, code=head.lower() in ("", "help") and not result.error)
+        if head.lower() in ("", "help") and not result.error:
+            message = help_message(result.rows, COMMAND)
+        else:
+            message = text_message(result.text)
         await respond(
             text=message.text,
             blocks=message.blocks,

@@ -1,8 +1,6 @@
 """Answers as Slack Block Kit messages (pure functions, no Slack client).
 
-Slack's mrkdwn is not Markdown: bold is ``*x*``, links are ``<url|text>``, and ``&``,
-``<`` and ``>`` must be escaped everywhere, or a generated ``<!channel>`` would ping a
-whole channel. Section text is limited to 3000 characters and a message to 50 blocks,
+The text itself is converted by :mod:`bot.slack.mrkdwn`. Section text is limited to 3000 characters and a message to 50 blocks,
 so long answers are split across sections and, beyond that, across messages.
 
 Generated text keeps only the links :mod:`bot.chat.links` permits; any other URL is shown
@@ -11,18 +9,26 @@ inert, and its text objects are ``verbatim`` so that Slack does not auto-link it
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 from bot.answer import Answer, Source
-from bot.chat import APP_TEXT, NO_LINKS, URL, LinkPolicy, answer_links, defang, inert, split_url
+from bot.chat import NO_LINKS, answer_links
+from bot.slack.mrkdwn import (
+    MAX_SECTION_CHARS,
+    _lines_within,
+    escape,
+    inert_url,
+    link,
+    markdown_to_mrkdwn,
+    split_mrkdwn,
+)
+
+__all__ = ["MAX_SECTION_CHARS", "escape", "inert_url", "link", "markdown_to_mrkdwn", "split_mrkdwn"]
 
 Block = dict[str, Any]
 
-MAX_SECTION_CHARS = 3000
 MAX_BLOCKS = 50
 MAX_CONTEXT_ELEMENTS = 10
 MAX_FALLBACK_CHARS = 3000
@@ -35,198 +41,6 @@ ACTION_PRIVATE = "codeask_answer_privately"
 
 SEARCHING_TEXT = "Searching the code…"
 WRITING_TEXT = "Writing the answer…"
-
-_FENCE = re.compile(r"```[^\n`]*\n?(.*?)(?:```|\Z)", re.DOTALL)
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
-_INLINE = re.compile(
-    r"(?P<image>!\[(?P<alt>[^\]\n]*)\]\((?P<iurl>https?://[^)\s]+)\))"
-    r"|(?P<link>\[(?P<ltext>[^\]\n]+)\]\((?P<url>https?://[^)\s]+)\))"
-    r"|(?P<slack><(?P<surl>https?://[^>\s|]+)\|(?P<sltext>[^>\n]*)>)"
-    r"|(?P<auto><(?P<aurl>https?://[^>\s|]+)>)"
-    r"|(?P<anchor><a\s[^>\n]*?href\s*=\s*[\"']?(?P<hurl>[^\"'\s>]+)[\"']?[^>\n]*>"
-    r"(?P<htext>[^<\n]*)</a\s*>)"
-    rf"|(?P<bare>{URL.pattern})"
-    r"|(?P<cite>\[(?P<nums>\d+(?:\s*,\s*\d+)*)\])"
-    r"|(?P<bold>\*\*(?P<btext>[^\n]+?)\*\*|__(?P<btext2>[^\n]+?)__)"
-    r"|(?P<strike>~~(?P<stext>[^\n]+?)~~)"
-    r"|(?P<ital>(?<![\w*])\*(?P<itext>[^\s*](?:[^*\n]*[^\s*])?)\*(?![\w*]))"
-)
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"^(\s*)[-*+]\s+(.*)$")
-_QUOTE = re.compile(r"^\s{0,3}>\s?(.*)$")
-
-
-def escape(text: str) -> str:
-    """Slack's three control characters, as Slack documents them."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _link_text(text: str) -> str:
-    # "|" ends a link's URL part and ">" ends the link; neither may appear in its label.
-    return escape(text.replace("|", "¦"))
-
-
-def link(url: str, text: str) -> str:
-    """``<url|text>``, or the bare text when ``url`` is not a web URL (a local repo)."""
-    if not url.startswith(("http://", "https://")):
-        return _link_text(text)
-    # Slack's control characters and whitespace never pass inside a link's URL part:
-    # "<" there would let generated text open a control sequence such as <!channel>.
-    url = url.replace("|", "%7C").replace(">", "%3E").replace("<", "%3C")
-    url = re.sub(r"\s", lambda m: quote(m.group()), url)
-    return f"<{url}|{_link_text(text)}>"
-
-
-def markdown_to_mrkdwn(
-    text: str, citations: Mapping[int, str] | None = None, links: LinkPolicy = APP_TEXT
-) -> str:
-    """Markdown (as language models write it) → Slack mrkdwn.
-
-    ``citations`` maps source numbers to URLs: ``[n]`` becomes a link to that source;
-    numbers without a URL stay plain text. Code keeps its content, escaped. ``links``
-    decides which URLs the text itself writes stay links: the default suits the
-    application's own text; generated text passes the policy of its answer, and every
-    other URL becomes :func:`inert_url` (images are never shown, at most linked).
-    """
-    citations = citations or {}
-    out: list[str] = []
-    pos = 0
-    for m in _FENCE.finditer(text):
-        out.append(_prose(text[pos : m.start()], citations, links))
-        code = defang(m.group(1).rstrip("\n"), links)
-        out.append(f"```\n{escape(code)}\n```" if code else "```\n```")
-        pos = m.end()
-    out.append(_prose(text[pos:], citations, links))
-    return "".join(out)
-
-
-def inert_url(url: str, label: str = "") -> str:
-    """A URL that must not be a link: inline code, defanged (see :func:`bot.chat.links.inert`).
-
-    Slack auto-links a bare URL unless the text object is ``verbatim``; the defanged text
-    still reads as a URL but leaves Slack no scheme and no host name to link, even where
-    ``verbatim`` does not apply (the notification text), and inline code keeps "_" or
-    "*" in it from turning into formatting.
-    """
-    shown = f"`{escape(inert(url))}`"
-    return f"{_plain(label, NO_LINKS)} ({shown})" if label.strip() else shown
-
-
-def _plain(text: str, links: LinkPolicy) -> str:
-    return escape(defang(text, links))
-
-
-def _prose(text: str, citations: Mapping[int, str], links: LinkPolicy) -> str:
-    lines = []
-    for line in text.split("\n"):
-        if m := _HEADING.match(line):
-            inner = _with_inline_code(m.group(1).replace("**", ""), citations, links)
-            lines.append(f"*{inner}*" if inner else "")
-        elif m := _BULLET.match(line):
-            lines.append(f"{m.group(1)}• {_with_inline_code(m.group(2), citations, links)}")
-        elif m := _QUOTE.match(line):
-            # Slack renders a literal ">" at the start of a line as a quote.
-            lines.append(f">{_with_inline_code(m.group(1), citations, links)}")
-        else:
-            lines.append(_with_inline_code(line, citations, links))
-    return "\n".join(lines)
-
-
-def _with_inline_code(text: str, citations: Mapping[int, str], links: LinkPolicy) -> str:
-    out, pos = [], 0
-    for m in _INLINE_CODE.finditer(text):
-        out.append(_inline(text[pos : m.start()], citations, links))
-        out.append(f"`{_plain(m.group(1), links)}`")
-        pos = m.end()
-    out.append(_inline(text[pos:], citations, links))
-    return "".join(out)
-
-
-def _inline(text: str, citations: Mapping[int, str], links: LinkPolicy) -> str:
-    out, pos = [], 0
-    for m in _INLINE.finditer(text):
-        out.append(escape(text[pos : m.start()]))
-        pos = m.end()
-        if m.group("image"):  # never an image; a permitted URL is at most a link
-            out.append(_written_link(m.group("iurl"), m.group("alt"), links))
-        elif m.group("link"):
-            out.append(_written_link(m.group("url"), m.group("ltext"), links))
-        elif m.group("slack"):
-            out.append(_written_link(m.group("surl"), m.group("sltext"), links))
-        elif m.group("auto"):
-            out.append(_written_link(m.group("aurl"), "", links))
-        elif m.group("anchor"):
-            out.append(_written_link(m.group("hurl"), m.group("htext"), links))
-        elif m.group("bare"):
-            url = split_url(m)[0]
-            pos = m.start() + len(url)  # a closing ")" or a full stop is the sentence's
-            out.append(link(url, url) if links.permits(url) else inert_url(url))
-        elif m.group("cite"):
-            nums = [int(n) for n in re.split(r"\s*,\s*", m.group("nums"))]
-            out.append("".join(_citation(n, citations) for n in nums))
-        elif m.group("bold"):
-            inner = m.group("btext") or m.group("btext2") or ""
-            out.append(f"*{_inline(inner, citations, links)}*")
-        elif m.group("strike"):
-            out.append(f"~{_inline(m.group('stext'), citations, links)}~")
-        else:
-            out.append(f"_{_inline(m.group('itext'), citations, links)}_")
-    out.append(escape(text[pos:]))
-    return "".join(out)
-
-
-def _written_link(url: str, label: str, links: LinkPolicy) -> str:
-    """A link the text wrote: live only when permitted, its label never carrying a URL."""
-    if not links.permits(url):
-        return inert_url(url, label)
-    return link(url, defang(label, links) or url)
-
-
-def _citation(number: int, citations: Mapping[int, str]) -> str:
-    url = citations.get(number, "")
-    return link(url, f"[{number}]") if url.startswith("http") else f"[{number}]"
-
-
-def split_mrkdwn(text: str, limit: int = MAX_SECTION_CHARS) -> list[str]:
-    """Pieces of at most ``limit`` characters, cut at line ends; a cut code block is
-    closed at the end of one piece and reopened at the start of the next."""
-    reserve = len("\n```") + len("```\n")
-    if limit <= reserve + 1:
-        raise ValueError("limit too small")
-    pieces: list[str] = []
-    current = ""
-    in_code = False
-    for line in _lines_within(text, limit - reserve):
-        # A line that opens a block must leave room for the "```" a later cut closes it with.
-        in_code_after = in_code != (line.count("```") % 2 == 1)
-        candidate = f"{current}\n{line}" if current else line
-        if len(candidate) + (len("\n```") if in_code_after else 0) > limit and current:
-            pieces.append(current + ("\n```" if in_code else ""))
-            candidate = ("```\n" if in_code else "") + line
-        current = candidate
-        in_code = in_code_after
-    if current.strip():
-        pieces.append(current)
-    return pieces or [""]
-
-
-def _lines_within(text: str, width: int) -> list[str]:
-    out = []
-    for line in text.split("\n"):
-        while len(line) > width:
-            cut = line.rfind(" ", 0, width)
-            cut = cut if cut > width // 2 else width
-            # Never cut inside an escape such as "&amp;" or a link "<url|text>".
-            amp = line.rfind("&", 0, cut)
-            if amp != -1 and ";" not in line[amp:cut] and cut - amp < 6:
-                cut = amp
-            lt = line.rfind("<", 0, cut)
-            if lt > 0 and ">" not in line[lt:cut]:
-                cut = lt
-            out.append(line[:cut])
-            line = line[cut:].lstrip(" ")
-        out.append(line)
-    return out
 
 
 def _section(text: str, *, verbatim: bool = False) -> Block:
@@ -404,3 +218,18 @@ def text_message(text: str, *, code: bool = False) -> SlackMessage:
     body = f"```\n{escape(text)}\n```" if code else markdown_to_mrkdwn(text)
     blocks = [_section(piece) for piece in split_mrkdwn(body)][:MAX_BLOCKS]
     return SlackMessage(_fallback(body), blocks)
+
+
+def help_message(rows: Sequence[Mapping[str, str]], command: str) -> SlackMessage:
+    """``help`` as ``/codeask`` sees it: a list of commands, admin ones only for admins."""
+    ask = f"Ask with `{command} ask <question>`, or mention me in a channel."
+    blocks = [_section(ask)]
+    for title, admin in (("Commands", ""), ("Admin commands", "yes")):
+        lines = [
+            f"• `{escape(command)} {escape(r['command'])}`  {escape(r['does'])}"
+            for r in rows
+            if r["admin"] == admin
+        ]
+        if lines:
+            blocks.append(_section(f"*{title}*\n" + "\n".join(lines)))
+    return SlackMessage(f"{command} commands", blocks)

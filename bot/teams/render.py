@@ -4,9 +4,10 @@ Teams rejects a message over about 28 KB including the activity envelope, so a c
 kept under ``CARD_BUDGET`` bytes of JSON: the answer text is shortened first (with a note
 pointing at the sources), then trailing sources are dropped.
 
-TextBlock Markdown turns ``[text](url)`` and bare URLs into links, so generated text keeps
-only the links :mod:`bot.chat.links` permits and shows every other URL inert. Cards hold
-TextBlocks, a FactSet and buttons only: no image or hero element is built from an answer.
+The answer's Markdown becomes card elements (:mod:`bot.teams.elements`: TextBlocks, bold
+headings, CodeBlock, Table). TextBlock Markdown turns ``[text](url)`` and bare URLs into
+links, so generated text keeps only the links :mod:`bot.chat.links` permits and shows
+every other URL inert. No image or hero element is built from an answer.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any
 
 from bot.answer import GITHUB_WEB, Answer, Source
 from bot.chat import (
+    APP_TEXT,
     NO_LINKS,
-    URL,
     CommandResult,
     LinkPolicy,
     answer_links,
@@ -28,6 +29,8 @@ from bot.chat import (
     inert,
     split_url,
 )
+from bot.chat.markdown import WRITTEN, WRITTEN_FORMS, citation_numbers
+from bot.teams.elements import CardMarkdown, Element, escape, text_block
 
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
@@ -41,28 +44,6 @@ FEEDBACK_ACTION = "feedback"
 VERDICT_TITLES = {"helpful": "Helpful", "wrong": "Wrong or unhelpful"}
 
 Card = dict[str, Any]
-
-# What generated text may write as a link, in Markdown, HTML or Slack's form, or bare. A
-# Markdown link's label may hold one level of brackets ("[[1]](…)"), its target one level
-# of parentheses and a title.
-_WRITTEN = re.compile(
-    r"(?P<image>!\[(?P<alt>[^\[\]\n]*)\]\((?P<iurl>[^()\s]*)(?:\s+\"[^\"\n]*\")?\))"
-    r"|(?P<link>\[(?P<ltext>(?:[^\[\]\n]|\[[^\[\]\n]*\])*)\]"
-    r"\((?P<url>[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+\"[^\"\n]*\")?\))"
-    r"|(?P<angle><(?P<aurl>[a-zA-Z][a-zA-Z0-9+.\-]*:[^>\s|]*)(?:\|(?P<atext>[^>\n]*))?>)"
-    r"|(?P<anchor>(?i:<a\s[^>\n]*?href\s*=\s*[\"']?(?P<hurl>[^\"'\s>]+)[\"']?[^>\n]*>"
-    r"(?P<htext>[^<\n]*)</a\s*>))"
-    rf"|(?P<bare>{URL.pattern})"
-    r"|(?P<cite>\[(?P<num>\d+)\])"
-)
-# (form, its URL group, its label group) for the forms of _WRITTEN that carry a URL; an
-# image is at most a link, never shown.
-_FORMS = (
-    ("image", "iurl", "alt"),
-    ("link", "url", "ltext"),
-    ("angle", "aurl", "atext"),
-    ("anchor", "hurl", "htext"),
-)
 
 
 @dataclass(frozen=True)
@@ -86,32 +67,64 @@ def linked_text(text: str, sources: list[Source], web_base: str = GITHUB_WEB) ->
 
 
 def _written_links(
-    text: str, by_number: dict[int, Source], links: LinkPolicy, web_base: str
+    text: str,
+    by_number: dict[int, Source],
+    links: LinkPolicy,
+    web_base: str,
+    *,
+    escape_rest: bool = False,
 ) -> str:
-    def render(match: re.Match[str]) -> str:
+    """``text`` with its citations and the links it writes decided; with ``escape_rest``
+    (a text run of parsed Markdown) what lies between them is escaped too."""
+    out, pos = [], 0
+    for match in WRITTEN.finditer(text):
+        between = text[pos : match.start()]
+        out.append(escape(between) if escape_rest else between)
+        pos = match.end()
         if match.group("cite"):
-            source = by_number.get(int(match.group("num")))
-            if source is None:
-                return match.group(0)
-            return f"[[{source.number}]]({_url(source, web_base)})"
-        if match.group("bare"):
-            url, tail = split_url(match)
-            return written_link(url, "") + tail
-        for kind, url_group, label_group in _FORMS:
-            if match.group(kind):
-                return written_link(match.group(url_group), match.group(label_group) or "")
-        raise AssertionError(match.group(0))
-
-    def written_link(url: str, label: str) -> str:
-        if links.permits(url) and url.startswith(("http://", "https://")):
-            return f"[{_escape(defang(label, links)) or _escape(url)}]({_safe_url(url)})"
-        shown = _escape(inert(url))
-        if not label.strip():
-            return shown
-        return f"{_written_links(label, by_number, links, web_base)} ({shown})"
-
+            out.append("".join(_citation(n, by_number, web_base) for n in citation_numbers(match)))
+        elif match.group("bare"):
+            url = split_url(match)[0]
+            pos = match.start() + len(url)
+            out.append(_written_link(url, "", by_number, links, web_base))
+        else:
+            _, url_group, label_group = next(f for f in WRITTEN_FORMS if match.group(f[0]))
+            label = match.group(label_group) or ""
+            out.append(_written_link(match.group(url_group), label, by_number, links, web_base))
+    rest = text[pos:]
+    out.append(escape(rest) if escape_rest else rest)
     # A "!" the text put before a link made here would turn that link into an image.
-    return re.sub(r"!(?=\[)", r"\\!", _WRITTEN.sub(render, text))
+    return re.sub(r"!(?=\[)", r"\\!", "".join(out))
+
+
+def _citation(number: int, by_number: dict[int, Source], web_base: str) -> str:
+    source = by_number.get(number)
+    return f"[{number}]" if source is None else f"[[{number}]]({_url(source, web_base)})"
+
+
+def _written_link(
+    url: str, label: str, by_number: dict[int, Source], links: LinkPolicy, web_base: str
+) -> str:
+    if links.permits(url) and url.startswith(("http://", "https://")):
+        return f"[{escape(defang(label, links)) or escape(url)}]({_safe_url(url)})"
+    shown = escape(inert(url))
+    if not label.strip():
+        return shown
+    return f"{_written_links(label, by_number, links, web_base)} ({shown})"
+
+
+def _card_markdown(
+    by_number: dict[int, Source], links: LinkPolicy, web_base: str, *, code_bold: bool = False
+) -> CardMarkdown:
+    return CardMarkdown(
+        lambda text: _written_links(text, by_number, links, web_base, escape_rest=True),
+        lambda url, label: _written_link(url, label, by_number, links, web_base),
+        links,
+        code_bold=code_bold,
+    )
+
+
+_APP_TEXT = _card_markdown({}, APP_TEXT, GITHUB_WEB, code_bold=True)
 
 
 def answer_card(
@@ -168,7 +181,7 @@ def command_card(result: CommandResult, budget: int = CARD_BUDGET) -> Card:
     color = "Attention" if result.error else None
 
     def build(lines: list[str], shortened: bool) -> Card:
-        body = [_text(line, color=color) for line in lines]
+        body = [_text(_APP_TEXT.inline_markdown(line), color=color) for line in lines]
         return _card([*body, _text(TRUNCATED_LIST)] if shortened else body)
 
     card = build(result.lines, False)
@@ -184,9 +197,21 @@ def command_card(result: CommandResult, budget: int = CARD_BUDGET) -> Card:
     return build(result.lines[:low], True)
 
 
+def help_card(rows: Sequence[dict[str, str]]) -> Card:
+    """``help`` as Teams users send it (plain messages): commands, admin ones for admins."""
+    body = [_text("Ask me in a message here, or mention me in a channel.")]
+    for title, admin in (("Commands", ""), ("Admin commands", "yes")):
+        facts = [{"title": r["command"], "value": r["does"]} for r in rows if r["admin"] == admin]
+        if facts:
+            body.append(_text(title, weight="Bolder", spacing="Medium"))
+            body.append({"type": "FactSet", "facts": facts})
+    return _card(body)
+
+
 def text_card(text: str, *, attention: bool = False) -> Card:
     """A short message (errors, notices) as a card, so every bot reply looks alike."""
-    return _card([_text(text, color="Attention" if attention else None)])
+    color = "Attention" if attention else None
+    return _card([_text(_APP_TEXT.inline_markdown(text), color=color)])
 
 
 def parse_feedback(value: object) -> Feedback | None:
@@ -223,7 +248,9 @@ def _answer_card(
 ) -> Card:
     body: list[dict[str, Any]] = []
     if text:
-        body.append(_text(linked_text(text, sources, web_base)))
+        by_number = {s.number: s for s in sources}
+        links = answer_links(sources, web_base)
+        body += _card_markdown(by_number, links, web_base).elements(text)
     if truncated:
         body.append(_text(TRUNCATED_NOTE, subtle=True))
     for notice in notices:
@@ -253,7 +280,7 @@ def _source_value(source: Source, web_base: str) -> str:
     c = source.chunk
     label = f"{c.repo}/{c.path}:{c.start_line}-{c.end_line}"
     symbol = f" — {c.symbol}" if c.symbol else ""
-    return f"[{_escape(label)}]({_url(source, web_base)}){_escape(symbol)}"
+    return f"[{escape(label)}]({_url(source, web_base)}){escape(symbol)}"
 
 
 def _url(source: Source, web_base: str) -> str:
@@ -263,10 +290,6 @@ def _url(source: Source, web_base: str) -> str:
 def _safe_url(url: str) -> str:
     # Spaces and parentheses would end a Markdown link early.
     return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
-
-
-def _escape(text: str) -> str:
-    return re.sub(r"([\\\[\]*_`])", r"\\\1", text)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -280,24 +303,10 @@ def _cut(text: str, limit: int) -> str:
     return head
 
 
-def _text(
-    text: str,
-    *,
-    subtle: bool = False,
-    weight: str | None = None,
-    color: str | None = None,
-    spacing: str | None = None,
-) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "TextBlock", "text": text, "wrap": True}
-    if subtle:
-        block["isSubtle"] = True
-    for key, value in (("weight", weight), ("color", color), ("spacing", spacing)):
-        if value:
-            block[key] = value
-    return block
+_text = text_block
 
 
-def _card(body: list[dict[str, Any]], actions: list[dict[str, Any]] | None = None) -> Card:
+def _card(body: list[Element], actions: list[dict[str, Any]] | None = None) -> Card:
     card: Card = {
         "type": "AdaptiveCard",
         "$schema": CARD_SCHEMA,

@@ -34,6 +34,7 @@ from bot.teams.render import (
     Feedback,
     answer_card,
     command_card,
+    help_card,
     parse_feedback,
     progress_text,
     text_card,
@@ -48,10 +49,10 @@ log = logging.getLogger(__name__)
 PLATFORM = "teams"
 WELCOME = (
     "Hi! I answer questions about the indexed code, citing the exact lines. Mention me in a "
-    "channel or write to me here. Send `help` for commands; `link` connects your GitHub "
+    "channel or write to me here. Send **help** for commands; **link** connects your GitHub "
     "account so private repositories you can read are included in our personal chat."
 )
-EMPTY = "Ask me a question about the code, or send `help`."
+EMPTY = "Ask me a question about the code, or send **help**."
 NO_IDENTITY = "I could not tell who you are (no Azure AD id on the message), so I did not answer."
 OTHER_TENANT = "This codeask bot serves another organization."
 THANKS = "Thanks for the feedback."
@@ -217,7 +218,8 @@ class CodeaskTeamsHandler(ActivityHandler):
         place = place_of(activity)
         invoker = Invoker(PLATFORM, _aad_id(activity), place.id or None)
         result: CommandResult = await asyncio.to_thread(self.commands.run, invoker, text)
-        card = command_card(result)
+        is_help = text.strip().lower().split(" ")[0] in ("help", "--help", "-h")
+        card = help_card(result.rows) if is_help and not result.error else command_card(result)
         if place.kind == "dm" or not result.ephemeral or result.error:
             await self._reply(turn_context, card)
             return
