@@ -26,6 +26,7 @@ from indexer.stores import SearchBackend
 if TYPE_CHECKING:
     from acl import AccessResolver, AclStore, GitHubClient
     from bot.answer import AnswerPipeline, Asker, Reranker
+    from bot.metrics import Metrics
     from indexer.embedding import Embedder, SqliteEmbeddingCache
     from indexer.search import Searcher
 
@@ -96,6 +97,18 @@ class Services:
             if self._pipeline is None:
                 self._pipeline = AnswerPipeline(self.searcher, self.bot, reranker=self.reranker)
             return self._pipeline
+
+    @cached_property
+    def metrics(self) -> Metrics:
+        """This process's Prometheus metrics (its gauges read the metadata database)."""
+        from bot.metrics import Metrics
+
+        return Metrics(self.bot, lambda: self.engine)
+
+    @property
+    def observer(self) -> Metrics:
+        """Where the Asker reports each question (bot.answer.asking.QuestionObserver)."""
+        return self.metrics
 
     @cached_property
     def asker(self) -> Asker:

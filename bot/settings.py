@@ -75,6 +75,15 @@ class BotSettings(BaseSettings):
     # How to clone a registered repo; "{full_name}" is replaced. Empty: the GitHub web URL.
     git_clone_url: str = ""
 
+    # --- metrics: GET /metrics on serve and the worker (see docs/deploy.md) -------------
+    # Empty: /metrics is open; otherwise a scrape must send "Authorization: Bearer <token>".
+    metrics_token: str = Field(default="", repr=False)
+    # Repository names as labels (index lag): "false" none, "public" public repositories
+    # only, "true" every repository; the others are folded into repository="other".
+    metrics_repo_labels: Literal["false", "public", "true"] = "false"
+    # `codeask worker` serves /metrics on this port (0: no listener).
+    worker_metrics_port: int = Field(default=0, ge=0, le=65535)
+
     # --- Slack (see docs/slack.md) ---------------------------------------------------
     slack_bot_token: str = Field(default="", repr=False)  # xoxb-…
     slack_signing_secret: str = Field(default="", repr=False)

@@ -302,7 +302,10 @@ def indexed_fixture(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> 
 
 
 @pytest.fixture(name="world")
-async def world_fixture(indexed: Path, tmp_path: Path, embedder: Any) -> AsyncIterator[World]:
+async def world_fixture(
+    request: pytest.FixtureRequest, indexed: Path, tmp_path: Path, embedder: Any
+) -> AsyncIterator[World]:
+    """The world; a test module's ``WORLD_BOT_SETTINGS`` adds BotSettings fields."""
     data = tmp_path / "data"
     shutil.copytree(indexed, data)
     gh = FakeGitHub()
@@ -316,7 +319,8 @@ async def world_fixture(indexed: Path, tmp_path: Path, embedder: Any) -> AsyncIt
     slack = FakeSlack()
     await slack.start()
     with FakeGitHubServer(gh) as github_server:
-        services = world_settings(tmp_path, data, slack, github_server.url, gh, llm)
+        bot = getattr(request.module, "WORLD_BOT_SETTINGS", {})
+        services = world_settings(tmp_path, data, slack, github_server.url, gh, llm, **bot)
         services.acl_store.link("slack", "T1:U0ALICE", alice, "alice")
         server = await start_server(services, embedder)
         async with aiohttp.ClientSession() as http:

@@ -390,3 +390,56 @@ def test_opensearch_chart_is_an_optional_pinned_dependency() -> None:
     assert values["opensearch"]["enabled"] is False, "external OpenSearch is the default"
     production = yaml.safe_load(PRODUCTION_VALUES.read_text())
     assert not production.get("opensearch", {}).get("enabled", False)
+
+
+def test_the_service_monitor_renders_only_when_enabled(
+    render: Callable[..., list[Manifest]],
+) -> None:
+    assert not _kind(render(), "ServiceMonitor") and not _kind(render(), "PodMonitor")
+    manifests = render("--set", "metrics.serviceMonitor.enabled=true")
+    (monitor,) = _kind(manifests, "ServiceMonitor")
+    assert not _kind(manifests, "PodMonitor")  # the worker has no listener by default
+    (service,) = _kind(manifests, "Service")
+    assert (
+        monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    )
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert (
+        endpoint["path"] == "/metrics" and endpoint["port"] == service["spec"]["ports"][0]["name"]
+    )
+    assert endpoint["bearerTokenSecret"]["key"] == "CODEASK_METRICS_TOKEN"
+
+
+def test_a_worker_metrics_port_is_served_and_scraped(
+    render: Callable[..., list[Manifest]],
+) -> None:
+    manifests = render(
+        "--set", "metrics.serviceMonitor.enabled=true", "--set", "worker.metricsPort=9090"
+    )
+    (worker,) = [
+        m for m in _kind(manifests, "Deployment") if m["metadata"]["name"].endswith("-worker")
+    ]
+    (container,) = _pod_spec(worker)["containers"]
+    assert _container_env(manifests, container)["CODEASK_WORKER_METRICS_PORT"] == {"value": "9090"}
+    assert {"name": "metrics", "containerPort": 9090, "protocol": "TCP"} in container["ports"]
+    (monitor,) = _kind(manifests, "PodMonitor")
+    assert monitor["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+    labels = worker["spec"]["template"]["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+
+
+def test_the_grafana_dashboard_queries_only_metrics_codeask_exports() -> None:
+    import json
+
+    from bot.metrics import Metrics
+    from bot.settings import BotSettings
+
+    dashboard = json.loads((CHART / "dashboards" / "codeask.json").read_text())
+    exported = set(re.findall(r"^# TYPE (\w+)", Metrics(BotSettings()).render().decode(), re.M))
+    exported |= {"codeask_index_lag_seconds", "codeask_index_commits_behind"}
+    exported |= {"codeask_job_queue_depth", "codeask_job_queue_oldest_seconds"}
+    for panel in dashboard["panels"]:
+        for target in panel["targets"]:
+            for name in re.findall(r"codeask_\w+", target["expr"]):
+                base = re.sub(r"_(total|bucket|count|sum)$", "", name)
+                assert name in exported or base in exported, name

@@ -13,8 +13,9 @@ import asyncio
 import dataclasses
 import logging
 import threading
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -57,6 +58,9 @@ LLM_DOWN_BARE_TEXT = (
 UNEXPECTED_TEXT = "Something went wrong while answering; the error was logged (reference {id})."
 FALLBACK_SOURCES = 3
 
+# How a question ended, for the operator's metrics (never shown to the asker).
+ANSWERED, NOT_FOUND, REFUSED, FAILED = "answered", "not_found", "refused", "failed"
+
 
 def new_question_id() -> str:
     return uuid.uuid4().hex[:16]
@@ -67,8 +71,27 @@ def registered_repos(backend: SearchBackend) -> list[tuple[str, str]]:
     return [(s.repo, s.visibility) for s in backend.repo_states()]
 
 
+class QuestionObserver(Protocol):
+    """Where the Asker reports each question and upstream failure (``bot.metrics``)."""
+
+    def question(
+        self,
+        platform: str,
+        place: str,
+        mode: str,
+        outcome: str,
+        seconds: float,
+        stages: Mapping[str, float],
+    ) -> None: ...
+
+    def upstream_error(self, service: str, kind: str) -> None: ...
+
+
 class AnsweringParts(Protocol):
     """What the Asker needs of the process's long-lived parts (``bot.services.Services``)."""
+
+    @property
+    def observer(self) -> QuestionObserver: ...
 
     @property
     def store(self) -> SearchBackend: ...
@@ -156,11 +179,34 @@ class Asker:
         on_step: StepCallback | None = None,
     ) -> Answer:
         """Blocking form of :meth:`ask`."""
+        started = time.perf_counter()
+        answer, outcome = self._checked(question, on_token, on_step)
+        try:
+            self.services.observer.question(
+                question.principal.platform,
+                question.place.kind,
+                answer.mode,
+                outcome,
+                time.perf_counter() - started,
+                answer.timings,
+            )
+        except Exception:  # metrics never cost an asker the answer
+            log.exception("question %s: metrics could not be recorded", question.id)
+        return answer
+
+    def _checked(
+        self,
+        question: Question,
+        on_token: TokenCallback | None,
+        on_step: StepCallback | None,
+    ) -> tuple[Answer, str]:
+        started = time.perf_counter()
         try:
             registered = registered_repos(self.services.store)
         except Exception as exc:
             log.error("question %s: search store unavailable: %s", question.id, exc)
-            return Answer(question.text, STORE_DOWN_TEXT, [], found=False)
+            self._upstream("search", exc)
+            return Answer(question.text, STORE_DOWN_TEXT, [], found=False), FAILED
         try:
             access = self.resolver.allowed_repos(question.principal, question.place, registered)
             if question.only is not None:
@@ -168,15 +214,18 @@ class Asker:
         except Exception as exc:
             # Fail closed: without a decision nothing is searched.
             log.error("question %s: access resolution failed: %s", question.id, exc)
-            return Answer(question.text, ACCESS_DOWN_TEXT, [], found=False)
+            self._upstream("access", exc)
+            return Answer(question.text, ACCESS_DOWN_TEXT, [], found=False), FAILED
+        access_seconds = time.perf_counter() - started
         carried = self._carried(question, access)
-        answer = self._answer_within(question, access, on_token, on_step, carried)
+        answer, outcome = self._answer_within(question, access, on_token, on_step, carried)
+        answer.timings["access"] = access_seconds
         answer.withheld_private = access.withheld
         if access.reason:
             answer.notes.insert(0, access.reason)
         self._audit(question, access, answer)
         self._record(question, answer)
-        return answer
+        return answer, outcome
 
     def access(self, principal: Principal, place: Place) -> Access:
         """The repositories ``principal`` may see answers from in ``place`` (blocking)."""
@@ -214,26 +263,35 @@ class Asker:
         on_token: TokenCallback | None,
         on_step: StepCallback | None = None,
         carried: tuple[Source, ...] = (),
-    ) -> Answer:
+    ) -> tuple[Answer, str]:
         if not access.repos:
-            return Answer(question.text, NO_REPOS_TEXT, [], found=False)
+            return Answer(question.text, NO_REPOS_TEXT, [], found=False), REFUSED
         history = list(question.thread_history)
         pipeline = self.pipeline
         try:
             stream = on_token if pipeline.llm is not None else None
-            return pipeline.answer(question.text, access.repos, stream, history, on_step, carried)
+            answer = pipeline.answer(question.text, access.repos, stream, history, on_step, carried)
         except StoreUnavailable as exc:
             log.error("question %s: search store unavailable: %s", question.id, exc)
-            return Answer(question.text, STORE_DOWN_TEXT, [], found=False)
+            self._upstream("search", exc)
+            return Answer(question.text, STORE_DOWN_TEXT, [], found=False), FAILED
         except (InvalidInput, AccessDenied) as exc:  # the question itself: say why
-            return Answer(question.text, str(exc), [], found=False)
+            return Answer(question.text, str(exc), [], found=False), REFUSED
         except CodeaskError as exc:
             # Everything else the pipeline raises comes from the language model.
             log.error("question %s: generation failed: %s", question.id, exc)
-            return self._without_model(question, access, history)
+            self._upstream("llm", exc)
+            return self._without_model(question, access, history), FAILED
         except Exception:
             log.exception("question %s: answering failed", question.id)
-            return _unexpected(question)
+            return _unexpected(question), FAILED
+        return answer, ANSWERED if answer.found else NOT_FOUND
+
+    def _upstream(self, service: str, exc: Exception) -> None:
+        try:
+            self.services.observer.upstream_error(service, type(exc).__name__)
+        except Exception:
+            log.exception("an upstream error could not be counted")
 
     def _without_model(
         self, question: Question, access: Access, history: list[tuple[str, str]]

@@ -46,6 +46,7 @@ def worker(
     once: Annotated[bool, typer.Option("--once", help="Exit when the queue is empty")] = False,
 ) -> None:
     """Take indexing jobs from the queue until stopped (several workers may run at once)."""
+    from bot.metrics import metrics_listener
     from bot.services import Services
     from indexer.jobs import Worker, WorkerConfig
 
@@ -59,7 +60,9 @@ def worker(
         services.embedding_cache,
         WorkerConfig.from_settings(services.indexer),
         token=services.git_token,
+        on_job=services.metrics.job,
     )
+    listener = metrics_listener(services.metrics)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -71,6 +74,8 @@ def worker(
     signal.signal(signal.SIGINT, on_signal)
     logging.getLogger("indexer.jobs.worker").info("worker %s started", work.worker_id)
     done = work.run(stop, once=once)
+    if listener is not None:
+        listener.shutdown()
     services.close()
     if once:
         err.print(f"{done} job(s) processed")

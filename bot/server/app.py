@@ -1,7 +1,8 @@
 """The aiohttp application behind ``codeask serve``.
 
 Routes owned here: ``GET /healthz`` (the process is up), ``GET /readyz`` (the metadata
-database and the search store answer), ``POST /github/webhook`` and
+database and the search store answer), ``GET /metrics`` (Prometheus, :mod:`bot.metrics`;
+a bearer token when ``CODEASK_METRICS_TOKEN`` is set), ``POST /github/webhook`` and
 ``GET /github/oauth/callback``. Bad input never gets a 5xx: bodies go through
 :mod:`bot.chat.request_checks` (400, 401, 413, 415). Chat adapters mount
 their own routes without editing this file::
@@ -41,6 +42,7 @@ from bot.chat import (
     forget_delivery,
     parse_json_object,
 )
+from bot.metrics import CONTENT_TYPE
 from bot.server.github_events import apply_event, registered_name
 from bot.services import Services
 from indexer.errors import AccessDenied, CodeaskError, ConfigError
@@ -65,6 +67,7 @@ def create_app(
     app[SERVICES] = services
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
     app.router.add_post("/github/webhook", github_webhook)
     app.router.add_get("/github/oauth/callback", github_oauth_callback)
     for mount in mounts:
@@ -115,8 +118,26 @@ async def readyz(request: web.Request) -> web.Response:
     )
 
 
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus text format; 401 without the bearer token when one is configured."""
+    recorded = request.app[SERVICES].metrics
+    if not recorded.authorized(request.headers.get("Authorization", "")):
+        return error_response(401, "a bearer token is required")
+    body = await asyncio.to_thread(recorded.render)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+
 async def github_webhook(request: web.Request) -> web.Response:
     """Verify, de-duplicate and apply one GitHub delivery; answers before any indexing."""
+    services = request.app[SERVICES]
+    response, event, result = await _github_delivery(request)
+    services.metrics.webhook(event, result)
+    return response
+
+
+async def _github_delivery(request: web.Request) -> tuple[web.Response, str, str]:
+    """The response, the event (``unverified`` before the signature is checked) and the
+    result for the metrics."""
     from acl import verify_signature
 
     services = request.app[SERVICES]
@@ -125,19 +146,24 @@ async def github_webhook(request: web.Request) -> web.Response:
         verify_signature(services.acl.github_webhook_secret, request.headers, body)
     except ConfigError as exc:
         log.error("webhook refused: %s", exc)
-        return error_response(503, str(exc))
+        return error_response(503, str(exc)), "unverified", "not_configured"
     except AccessDenied:
-        return error_response(401, "bad or missing X-Hub-Signature-256")
+        return (
+            error_response(401, "bad or missing X-Hub-Signature-256"),
+            "unverified",
+            "bad_signature",
+        )
     event = request.headers.get("X-GitHub-Event", "")
     delivery = request.headers.get("X-GitHub-Delivery", "") or f"local-{uuid.uuid4()}"
     if not event:
-        return error_response(400, "missing X-GitHub-Event")
+        return error_response(400, "missing X-GitHub-Event"), "unverified", "bad_request"
     if not (_plain_text(event) and _plain_text(delivery)):  # GitHub sends names and GUIDs
-        return error_response(400, "X-GitHub-Event and X-GitHub-Delivery must be printable ASCII")
+        text = "X-GitHub-Event and X-GitHub-Delivery must be printable ASCII"
+        return error_response(400, text), "unverified", "bad_request"
     try:
         payload = parse_json_object(body)
     except BadRequest as exc:
-        return bad_request(exc)
+        return bad_request(exc), event, "bad_request"
 
     def handle() -> dict[str, Any]:
         if not claim_delivery(services.engine, delivery, event):
@@ -155,9 +181,10 @@ async def github_webhook(request: web.Request) -> web.Response:
         result = await asyncio.to_thread(handle)
     except CodeaskError as exc:
         log.error("webhook %s (%s) failed: %s", delivery, event, exc)
-        return error_response(503, str(exc))
+        return error_response(503, str(exc)), event, "failed"
     log.info("webhook %s %s: %s", delivery, event, result)
-    return web.json_response(result)
+    outcome = "duplicate" if result.get("duplicate") else "applied"
+    return web.json_response(result), event, outcome
 
 
 async def github_oauth_callback(request: web.Request) -> web.Response:

@@ -47,6 +47,8 @@ from indexer.stores import SearchBackend
 log = logging.getLogger(__name__)
 
 TokenProvider = Callable[[], str]  # a fresh GitHub token for git over HTTPS ('' for none)
+# Told of every job run: its kind, how it ended (done, retry, failed) and its seconds.
+JobObserver = Callable[[str, str, float], None]
 
 
 class LeaseLost(IndexingError):
@@ -90,6 +92,7 @@ class Worker:
         *,
         token: TokenProvider = lambda: "",
         worker_id: str = "",
+        on_job: JobObserver | None = None,
     ) -> None:
         self.engine = engine
         self.store = store
@@ -99,6 +102,7 @@ class Worker:
         self.token = token
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._lease_lost = threading.Event()  # set by the heartbeat of the running job
+        self.on_job = on_job
 
     def run(self, stop: threading.Event, once: bool = False) -> int:
         """Work until ``stop`` is set (or, with ``once``, until the queue is empty)."""
@@ -139,6 +143,7 @@ class Worker:
         self._lease_lost = threading.Event()
         beat = threading.Thread(target=self._heartbeat, args=(job.id, beat_stop), daemon=True)
         beat.start()
+        started = time.monotonic()
         try:
             if job.kind == KIND_DELETE:
                 self._delete(job)
@@ -152,14 +157,21 @@ class Worker:
                 "job %s failed: %s", job.id, message, exc_info=not isinstance(exc, CodeaskError)
             )
             after = jobs.fail(self.engine, job.id, self.worker_id, message, self.config.retry)
-            if after is not None and after.status == FAILED:
+            failed = after is not None and after.status == FAILED
+            if failed:
                 self._mark_repo_error(job.repo, message)
+            self._observe(job, "failed" if failed else "retry", started)
             return job
         finally:
             beat_stop.set()
             beat.join()
         jobs.finish(self.engine, job.id, self.worker_id)
+        self._observe(job, "done", started)
         return job
+
+    def _observe(self, job: Job, result: str, started: float) -> None:
+        if self.on_job is not None:
+            self.on_job(job.kind, result, time.monotonic() - started)
 
     def _heartbeat(self, job_id: int, stop: threading.Event) -> None:
         last_beat = time.monotonic()
