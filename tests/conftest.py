@@ -65,18 +65,22 @@ def make_repo(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
 
     def make(files: dict[str, str]) -> Path:
         counter["n"] += 1
-        root = tmp_path / f"repo{counter['n']}"
-        root.mkdir()
-        git(root, "init", "-q", "-b", "main")
-        for rel, text in files.items():
-            p = root / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(text)
-        git(root, "add", "-A")
-        git(root, "commit", "-q", "-m", "initial")
-        return root
+        return commit_files(tmp_path / f"repo{counter['n']}", files)
 
     return make
+
+
+def commit_files(root: Path, files: dict[str, str]) -> Path:
+    """A new git repository at ``root`` with ``files`` in one commit on main."""
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "initial")
+    return root
 
 
 def migrated_engine(url: str) -> Engine:

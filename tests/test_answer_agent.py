@@ -19,7 +19,7 @@ from indexer.embedding import SqliteEmbeddingCache
 from indexer.jobs import index_repository
 from indexer.search import Searcher
 from indexer.stores import SqliteStore
-from tests.conftest import git
+from tests.conftest import commit_files
 from tests.fake_llm import FakeLLM, Reply, running_fake_llm
 
 PAYMENTS = {
@@ -81,17 +81,6 @@ PAYMENTS_ONLY = frozenset({"acme/payments"})
 SECRET = "sk_live_DO_NOT_LEAK_4242"
 
 
-def _commit(root: Path, files: dict[str, str]) -> None:
-    root.mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "initial")
-
-
 @pytest.fixture(scope="module")
 def searcher(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Searcher]:  # type: ignore[no-untyped-def]
     base = tmp_path_factory.mktemp("agent")
@@ -99,7 +88,7 @@ def searcher(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Sea
     cache = SqliteEmbeddingCache(base / "embeddings.db")
     for name, files in (("acme/payments", PAYMENTS), ("acme/vault", VAULT)):
         root = base / name.replace("/", "_")
-        _commit(root, files)
+        commit_files(root, files)
         index_repository(root, name, store, embedder, cache)
     yield Searcher(store, embedder)
     store.close()

@@ -4,7 +4,6 @@ OpenAI-compatible server reached through LiteLLM."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,7 @@ from indexer.jobs import index_repository
 from indexer.models import Hit, SearchRequest
 from indexer.search import Searcher
 from indexer.stores import SqliteStore
-from tests.conftest import git
+from tests.conftest import commit_files
 from tests.fake_llm import FakeLLM, Reply, running_fake_llm
 
 PAYMENTS = {
@@ -75,17 +74,6 @@ module.exports = { computeBackoff };
 }
 
 
-def _commit(root: Path, files: dict[str, str]) -> None:
-    root.mkdir(parents=True)
-    git(root, "init", "-q", "-b", "main")
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "initial")
-
-
 @pytest.fixture(scope="module")
 def searcher(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Searcher]:  # type: ignore[no-untyped-def]
     base = tmp_path_factory.mktemp("answer")
@@ -93,7 +81,7 @@ def searcher(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Sea
     cache = SqliteEmbeddingCache(base / "embeddings.db")
     for name, files in (("acme/payments", PAYMENTS), ("acme/web", WEB)):
         root = base / name.replace("/", "_")
-        _commit(root, files)
+        commit_files(root, files)
         index_repository(root, name, store, embedder, cache)
     yield Searcher(store, embedder)
     store.close()
