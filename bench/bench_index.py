@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from indexer.embedding import (  # noqa: E402
+    Embedder,
     SqliteEmbeddingCache,
     embedding_text,
     load_embedder,
@@ -66,14 +67,22 @@ def bench_chunking(source: Path, rounds: int) -> tuple[int, float, int]:
 
 
 def bench_embedding(source: Path, n: int, rounds: int) -> float:
-    embedder = load_embedder("all-MiniLM-L6-v2")
+    return embedding_rate(load_embedder("all-MiniLM-L6-v2"), chunk_texts(source, n), rounds)
+
+
+def chunk_texts(source: Path, n: int) -> list[str]:
+    """What the first ``n`` chunks of ``source`` are embedded as."""
     texts: list[str] = []
     for f in walk_repository(source):
         if isinstance(f, SourceFile):
             texts += [embedding_text(c) for c in chunk_file(f.path, f.language, f.data)]
         if len(texts) >= n:
             break
-    texts = texts[:n]
+    return texts[:n]
+
+
+def embedding_rate(embedder: Embedder, texts: list[str], rounds: int) -> float:
+    """Median chunks per second over ``rounds`` (after a warm-up call)."""
     embedder.embed(texts[:8])  # warm up
     rates = []
     for _ in range(rounds):

@@ -30,8 +30,6 @@ import asyncio
 import json
 import math
 import re
-import socket
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -41,6 +39,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.answer import NOT_FOUND_TEXT
+from eval.local_server import BackgroundServer
 from indexer.source import identifiers_in
 
 MODEL_NAME = "codeask-local"
@@ -286,20 +285,14 @@ async def write_stream(
 # --- the server ----------------------------------------------------------------------------
 
 
-class LocalLLM:
+class LocalLLM(BackgroundServer):
     """The deterministic model behind real HTTP, served from a background thread."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self.host = host
-        self.port = port
-        self.requests = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+    label = "local LLM server"
 
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        super().__init__(host, port)
+        self.requests = 0
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -333,40 +326,6 @@ class LocalLLM:
             )
         except ConnectionResetError:  # the client went away: nothing left to send
             return response
-
-    def start(self) -> None:
-        ready = threading.Event()
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            runner = web.AppRunner(self.app(), access_log=None)
-            try:
-                sock = socket.create_server((self.host, self.port))
-                self.port = sock.getsockname()[1]
-                loop.run_until_complete(runner.setup())
-                loop.run_until_complete(web.SockSite(runner, sock).start())
-            except BaseException as exc:  # reported to the caller of start()
-                self._error = exc
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="local-llm", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("the local LLM server did not start within 10 s")
-        if self._error is not None:
-            raise RuntimeError(f"the local LLM server did not start: {self._error}")
-
-    def stop(self) -> None:
-        if self._loop is not None and self._thread is not None and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
 
 
 @contextmanager

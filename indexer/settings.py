@@ -26,9 +26,27 @@ class IndexerSettings(BaseSettings):
     # torch: sentence-transformers; torch-bf16: the same with bfloat16 weights, for CPUs with
     # native bf16 (AMX, AVX512-BF16; refused elsewhere); onnx / onnx-int8: the same model
     # exported to ONNX Runtime (int8 quantized per channel) once into <data_dir>/models/onnx.
-    embed_backend: Literal["torch", "torch-bf16", "onnx", "onnx-int8"] = "torch"
-    # Texts per model call; 0: the backend's own (32 for torch, 16 for ONNX, measured best).
+    # api: an embeddings endpoint through LiteLLM (CODEASK_EMBED_MODEL as LiteLLM names it,
+    # e.g. text-embedding-3-small, voyage/voyage-code-3, ollama/nomic-embed-text, or a bare
+    # name served by the OpenAI-compatible server at CODEASK_EMBED_API_BASE).
+    embed_backend: Literal["torch", "torch-bf16", "onnx", "onnx-int8", "api"] = "torch"
+    # Texts per model call; 0: the backend's own (32 for torch, 16 for ONNX, measured best;
+    # 64 per request for api).
     embed_batch_size: int = Field(default=0, ge=0)
+    # The api backend: where to send batches (empty: the provider's own URL), its key,
+    # how many requests run at once, retries on 429/5xx/no connection (with backoff), the
+    # seconds one request may take, and the vector size (0: learned from the first reply;
+    # every reply is checked against it).
+    embed_api_base: str = ""
+    embed_api_key: str = Field(default="", repr=False)
+    embed_concurrency: int = Field(default=4, ge=1)
+    embed_retries: int = Field(default=3, ge=0)
+    embed_timeout: float = Field(default=60.0, gt=0)
+    embed_dimension: int = Field(default=0, ge=0)
+    # The api backend: text put before each question and each chunk, for models trained
+    # with them (e5: "query: " / "passage: "; nomic: "search_query: " / "search_document: ").
+    embed_query_prefix: str = ""
+    embed_document_prefix: str = ""
     embed_threads: int = 0  # 0: one per CPU core
     max_file_bytes: int = 1_000_000
     opensearch_url: str = "http://127.0.0.1:9200"

@@ -6,10 +6,15 @@ import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
+
+if TYPE_CHECKING:
+    from indexer.embedding import SqliteEmbeddingCache
+    from indexer.stores import SqliteStore
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -97,3 +102,19 @@ def migrated_engine(url: str) -> Engine:
         with engine.begin() as conn:
             conn.execute(sa.text(f"TRUNCATE {', '.join(table_metadata().tables)}"))
     return engine
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    """An empty embedded store."""
+    from indexer.stores import SqliteStore
+
+    return SqliteStore(tmp_path / "index.db")
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> SqliteEmbeddingCache:
+    """An empty embedding cache."""
+    from indexer.embedding import SqliteEmbeddingCache
+
+    return SqliteEmbeddingCache(tmp_path / "emb.db")

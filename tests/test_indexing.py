@@ -58,16 +58,6 @@ SHOP = {
 }
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> SqliteStore:
-    return SqliteStore(tmp_path / "index.db")
-
-
-@pytest.fixture
-def cache(tmp_path: Path) -> SqliteEmbeddingCache:
-    return SqliteEmbeddingCache(tmp_path / "emb.db")
-
-
 def paths_in(store: SqliteStore, repo: str) -> dict[str, str]:
     return store.file_blobs(repo)
 

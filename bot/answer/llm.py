@@ -9,10 +9,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-import httpx
-
 from bot.settings import BotSettings
 from indexer.errors import ConfigError, UpstreamUnavailable
+from indexer.providers import DUMMY_API_KEY as DUMMY_API_KEY
+from indexer.providers import (
+    RETRY_STATUS,
+    http_status,
+    short,
+    timed_out,
+    unreachable,
+)
+from indexer.providers import provider_arguments as openai_compatible
 
 # LiteLLM fetches a model price list from the internet at import unless told otherwise.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -23,8 +30,6 @@ litellm.suppress_debug_info = True  # its help banners would land in the user's 
 
 Message = dict[str, Any]
 TokenCallback = Callable[[str], None]
-DUMMY_API_KEY = "not-needed"  # OpenAI-compatible local servers ignore it, the client needs one
-_RETRY_STATUS = {429, 500, 502, 503, 504}
 MAX_ARGUMENTS = 8_000  # characters of one tool call's JSON arguments
 
 
@@ -89,28 +94,10 @@ class ToolModel(LanguageModel, Protocol):
 
 
 def provider_arguments(settings: BotSettings) -> dict[str, Any]:
-    """Model, base URL and key as LiteLLM wants them.
-
-    A bare model name with an API base means an OpenAI-compatible server: LiteLLM calls it
-    ``openai/<name>``, its base URL must end in ``/v1``, and its client insists on a key.
-    """
-    model = settings.llm_model.strip()
-    if not model:
+    """Model, base URL and key as LiteLLM wants them (see ``indexer.providers``)."""
+    if not settings.llm_model.strip():
         raise ConfigError("No language model configured (set CODEASK_LLM_MODEL).")
-    base = settings.llm_api_base.strip().rstrip("/")
-    if base and "/" not in model:
-        model = f"openai/{model}"
-    args: dict[str, Any] = {"model": model}
-    if base:
-        if model.startswith("openai/") and not base.endswith("/v1"):
-            base += "/v1"
-        args["api_base"] = base
-    key = settings.llm_api_key
-    if not key and model.startswith("openai/") and base:
-        key = DUMMY_API_KEY
-    if key:
-        args["api_key"] = key
-    return args
+    return openai_compatible(settings.llm_model, settings.llm_api_base, settings.llm_api_key)
 
 
 class LiteLLMClient:
@@ -169,7 +156,7 @@ class LiteLLMClient:
             except Exception as exc:  # LiteLLM wraps every provider error; mapped below
                 status = _status(exc)
                 # a provider restarting refuses connections for a moment: worth a retry too
-                transient = status in _RETRY_STATUS or _unreachable(exc)
+                transient = status in RETRY_STATUS or unreachable(exc)
                 retry = transient and not streamed[0]
                 if not retry or attempt >= self._settings.llm_retries:
                     raise self._explain(exc, status, limit) from exc
@@ -246,7 +233,7 @@ class LiteLLMClient:
         where = self._args.get("api_base") or "the provider"
         model = self._args["model"]
         seconds = self._settings.llm_timeout if limit is None else limit
-        if isinstance(exc, litellm.Timeout) or _timed_out(exc):
+        if isinstance(exc, litellm.Timeout) or timed_out(exc):
             return UpstreamUnavailable(
                 f"The language model ({model}) did not answer within "
                 f"{seconds:.3g} s. Try again, or raise CODEASK_LLM_TIMEOUT."
@@ -259,7 +246,7 @@ class LiteLLMClient:
         if status in (400, 422) and any(w in str(exc).lower() for w in ("tool", "function")):
             return ToolsRefused(
                 f"The model {model} at {where} refused the search tools (HTTP {status}): "
-                f"{_short(exc)}. Set CODEASK_ANSWER_MODE=single for a model without tool calls."
+                f"{short(exc)}. Set CODEASK_ANSWER_MODE=single for a model without tool calls."
             )
         if status in (401, 403) or isinstance(exc, litellm.AuthenticationError):
             return UpstreamUnavailable(
@@ -281,7 +268,7 @@ class LiteLLMClient:
                 f"The language model provider at {where} is failing (HTTP {status}) after "
                 f"{self._settings.llm_retries + 1} attempts. Try again later."
             )
-        if _unreachable(exc):
+        if unreachable(exc):
             return UpstreamUnavailable(
                 f"Cannot reach the language model provider at {where} (tried "
                 f"{self._settings.llm_retries + 1} times). Is it running, and is "
@@ -289,7 +276,7 @@ class LiteLLMClient:
             )
         return UpstreamUnavailable(
             f"The language model provider at {where} refused the request"
-            f"{f' (HTTP {status})' if status else ''}: {_short(exc)}"
+            f"{f' (HTTP {status})' if status else ''}: {short(exc)}"
         )
 
 
@@ -353,44 +340,6 @@ def parse_arguments(call: ToolCall) -> dict[str, Any]:
     return value
 
 
-def _causes(exc: BaseException) -> list[BaseException]:
-    """``exc`` and every exception it was raised from or while handling."""
-    seen: set[int] = set()
-    found: list[BaseException] = []
-    pending: list[BaseException | None] = [exc]
-    while pending:
-        current = pending.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        found.append(current)
-        pending += [current.__cause__, current.__context__]
-    return found
-
-
-def _timed_out(exc: BaseException) -> bool:
-    """A read that timed out, also mid-stream (LiteLLM then reports an HTTP 500)."""
-    return any(
-        isinstance(c, litellm.Timeout | httpx.TimeoutException | TimeoutError) for c in _causes(exc)
-    )
-
-
-def _unreachable(exc: BaseException) -> bool:
-    """No connection at all (refused, DNS, reset): LiteLLM reports it as an HTTP 500."""
-    return any(
-        isinstance(c, litellm.APIConnectionError | httpx.ConnectError | ConnectionError)
-        for c in _causes(exc)
-    )
-
-
 def _status(exc: Exception) -> int | None:
     """The provider's HTTP status; None when no response came."""
-    if isinstance(exc, litellm.Timeout | _AnswerTooSlow) or _timed_out(exc) or _unreachable(exc):
-        return None
-    code = getattr(exc, "status_code", None)
-    return code if isinstance(code, int) else None
-
-
-def _short(exc: Exception, limit: int = 200) -> str:
-    text = str(exc).replace("\n", " ")
-    return text if len(text) <= limit else text[:limit] + "…"
+    return None if isinstance(exc, _AnswerTooSlow) else http_status(exc)

@@ -1,12 +1,15 @@
-"""Sentence embeddings for chunks and questions: torch or ONNX backends, a persistent cache."""
+"""Sentence embeddings for chunks and questions: torch, ONNX or remote (api) backends, a
+persistent cache."""
 
 from __future__ import annotations
 
+from indexer.embedding.api import ApiEmbedder, load_api_embedder
 from indexer.embedding.base import (
     Embedder,
     EmbeddingCache,
     WrappedEmbedder,
     cache_key,
+    embed_queries,
     embed_with_cache,
     embedding_text,
 )
@@ -19,6 +22,7 @@ from indexer.embedding.onnx import (
     ensure_onnx_model,
     length_batches,
 )
+from indexer.embedding.spaces import refuse_other_model, vector_space
 from indexer.embedding.torch_backend import (
     SentenceTransformerEmbedder,
     cpu_has_bf16,
@@ -27,6 +31,7 @@ from indexer.embedding.torch_backend import (
 from indexer.settings import IndexerSettings
 
 __all__ = [
+    "ApiEmbedder",
     "BatchWorkers",
     "Embedder",
     "EmbeddingCache",
@@ -37,14 +42,18 @@ __all__ = [
     "cache_key",
     "cpu_has_bf16",
     "cpu_session",
+    "embed_queries",
     "embed_with_cache",
     "embedding_text",
     "ensure_onnx_model",
     "length_batches",
+    "load_api_embedder",
     "load_embedder",
     "open_embedder",
     "open_embedding_cache",
+    "refuse_other_model",
     "require_bf16",
+    "vector_space",
 ]
 
 
@@ -54,6 +63,8 @@ def open_embedding_cache(settings: IndexerSettings) -> SqliteEmbeddingCache:
 
 def open_embedder(settings: IndexerSettings) -> Embedder:
     """The configured embedding model (loaded once per process)."""
+    if settings.embed_backend == "api":
+        return load_api_embedder(settings)
     return load_embedder(
         settings.embed_model,
         settings.embed_threads,

@@ -26,6 +26,13 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Vectors of search questions: an embedder may embed them unlike chunks (a query
+    prefix) with an ``embed_queries`` method; one without it embeds them as any text."""
+    queries = getattr(embedder, "embed_queries", None)
+    return queries(texts) if callable(queries) else embedder.embed(texts)
+
+
 def embedding_text(chunk: Chunk) -> str:
     """What the bi-encoder sees: header, symbol, then the start of the code."""
     head = f"{chunk.header}\n{chunk.symbol}\n"
@@ -53,6 +60,13 @@ class WrappedEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._inner.embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        # An inner model without a query form embeds questions through ``embed``, which a
+        # subclass may have wrapped (a memo, a timer).
+        if callable(getattr(self._inner, "embed_queries", None)):
+            return embed_queries(self._inner, texts)
+        return self.embed(texts)
 
 
 class EmbeddingCache(Protocol):

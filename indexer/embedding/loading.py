@@ -23,6 +23,11 @@ def load_embedder(
     The ONNX backends export the model once into ``onnx_dir`` (the data dir's
     ``models/onnx``; see :func:`indexer.embedding.open_embedder`).
     """
+    if backend == "api":
+        raise ConfigError(
+            "The api embedding backend is configured from settings: use "
+            "indexer.embedding.open_embedder."
+        )
     key = (model, backend, threads, batch_size)
     if key not in _EMBEDDERS:
         if backend.startswith("onnx"):

@@ -16,7 +16,14 @@ from pathlib import Path
 import numpy as np
 import pathspec
 
-from indexer.embedding import Embedder, EmbeddingCache, cache_key, embed_with_cache, embedding_text
+from indexer.embedding import (
+    Embedder,
+    EmbeddingCache,
+    cache_key,
+    embed_with_cache,
+    embedding_text,
+    refuse_other_model,
+)
 from indexer.errors import IndexingError
 from indexer.models import VISIBILITIES, Chunk, RepoState
 from indexer.source import (
@@ -104,6 +111,8 @@ def index_repository(
     report = IndexReport(repo=repo, commit=commit)
     at_commit = committed_blobs(root, commit) if commit else {}
     backend.ensure_schema(embedder.dimension)
+    # Another model's vectors in the same store would be searched as if they were ours.
+    refuse_other_model(backend.repo_states(), embedder, skip=repo)
     version = config_version(embedder)
     state = backend.repo_state(repo)
     indexed = backend.file_blobs(repo)

@@ -8,7 +8,14 @@ from threading import Lock
 
 import numpy as np
 
-from indexer.embedding import Embedder, EmbeddingCache, cache_key, embedding_text
+from indexer.embedding import (
+    Embedder,
+    EmbeddingCache,
+    cache_key,
+    embed_queries,
+    embedding_text,
+    refuse_other_model,
+)
 from indexer.models import SEARCH_LISTS, Chunk, Hit, SearchRequest
 from indexer.stores import SearchBackend
 
@@ -29,18 +36,25 @@ class Searcher:
         self._cache: OrderedDict[str, tuple[float, ...]] = OrderedDict()
         self._cache_size = cache_size
         self._lock = Lock()
+        self._model_checked = False
 
     def embed_query(self, text: str) -> tuple[float, ...]:
         with self._lock:
             if text in self._cache:
                 self._cache.move_to_end(text)
                 return self._cache[text]
-        vector = tuple(float(x) for x in self.embedder.embed([text])[0])
+        vector = tuple(float(x) for x in embed_queries(self.embedder, [text])[0])
         with self._lock:
             self._cache[text] = vector
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return vector
+
+    def _check_model(self) -> None:
+        """Refuse (once per searcher) a store whose vectors another model computed."""
+        if not self._model_checked:
+            refuse_other_model(self.backend.repo_states(), self.embedder)
+            self._model_checked = True
 
     def chunk_vectors(self, chunks: Sequence[Chunk]) -> np.ndarray:
         """The indexed vectors of ``chunks``: from the embedding cache, embedded if absent."""
@@ -68,6 +82,8 @@ class Searcher:
         """Top ``k`` fused hits, drawn only from ``repos`` (empty: nothing)."""
         if not repos:
             return []
+        if "knn" in lists:
+            self._check_model()
         embedding = self.embed_query(text) if "knn" in lists else None
         request = SearchRequest(
             text=text,
