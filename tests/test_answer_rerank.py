@@ -194,9 +194,11 @@ def test_onnx_cross_encoder_ranks_like_the_torch_one(
     for question in questions:
         reference = torch_model.score(question, hits)
         scores = fast.score(question, hits)
-        assert sorted(range(3), key=lambda i: -scores[i]) == sorted(
-            range(3), key=lambda i: -reference[i]
-        )
+        order = sorted(range(3), key=lambda i: -scores[i])
+        expected = sorted(range(3), key=lambda i: -reference[i])
+        # int8 kernels differ between CPUs (VNNI or not): two near-tied candidates below
+        # the best may swap there, within the tolerance below; the best one may not.
+        assert order == expected if not quantized else order[0] == expected[0]
         # Same activation (sigmoid) and, for fp32, the same numbers.
         assert scores == pytest.approx(reference, abs=0.05 if quantized else 1e-4)
     best = fast.score(QUESTION, hits)
