@@ -125,7 +125,10 @@ async def test_admin_channel_grant_is_announced_in_channel(world: World, tmp_pat
 
 async def test_help_and_whoami_for_everyone(world: World) -> None:
     help_reply = await _command(world, "help", user="U0BOB")
-    assert "repo add owner/name" in help_reply.args["text"]
+    shown = json.dumps(help_reply.args.get("blocks") or []) + help_reply.args["text"]
+    assert "whoami" in shown and "repo add" not in shown  # admin commands: admins only
+    admin_help = await _command(world, "help", user="U0ADMIN")
+    assert "repo add owner/name" in json.dumps(admin_help.args.get("blocks") or [])
     whoami = await _command(world, "whoami", user="U0ALICE")
     assert "linked to GitHub @alice" in whoami.args["text"]
 
