@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import socket
 import threading
@@ -9,7 +10,7 @@ import threading
 from aiohttp import web
 
 
-class BackgroundServer:
+class BackgroundServer(abc.ABC):
     """Serves ``app()`` at ``base_url`` from a daemon thread between ``start`` and ``stop``."""
 
     label = "local server"
@@ -25,8 +26,9 @@ class BackgroundServer:
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
+    @abc.abstractmethod
     def app(self) -> web.Application:
-        raise NotImplementedError
+        """The aiohttp application this server runs."""
 
     def start(self) -> None:
         ready = threading.Event()

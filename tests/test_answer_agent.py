@@ -21,29 +21,10 @@ from indexer.search import Searcher
 from indexer.stores import SqliteStore
 from tests.conftest import commit_files
 from tests.fake_llm import FakeLLM, Reply, running_fake_llm
+from tests.test_answer_pipeline import PAYMENTS as PIPELINE_FILES
 
 PAYMENTS = {
-    "payments/retry.py": '''"""Retry policy for calls to the card processor."""
-
-import random
-
-
-class RetryPolicy:
-    """How failed charges are retried."""
-
-    def __init__(self, base_delay: float = 0.5, max_attempts: int = 5) -> None:
-        self.base_delay = base_delay
-        self.max_attempts = max_attempts
-
-    def backoff_delay(self, attempt: int) -> float:
-        """Exponential backoff with full jitter: the delay doubles with every attempt."""
-        cap = self.base_delay * (2 ** attempt)
-        return random.uniform(0, cap)
-
-    def should_retry(self, status: int, attempt: int) -> bool:
-        """Retry 429 and 5xx responses until max_attempts is reached."""
-        return attempt < self.max_attempts and (status == 429 or status >= 500)
-''',
+    "payments/retry.py": PIPELINE_FILES["payments/retry.py"],
     "payments/client.py": '''"""Calls to the card processor."""
 
 from payments.retry import RetryPolicy
