@@ -190,8 +190,11 @@ def test_settings_choose_the_api_backend(
     assert "sk-secret" not in repr(settings)
     embedder = open_embedder(settings)
     assert isinstance(embedder, ApiEmbedder) and open_embedder(settings) is embedder
-    embedder.embed(["a", "b", "c"])
-    assert local.requests == [["passage: a", "passage: b"], ["passage: c"]]
+    vectors = embedder.embed(["a", "b", "c"])
+    # batches go out concurrently (CODEASK_EMBED_CONCURRENCY), so the server sees them in any order
+    assert sorted(local.requests) == [["passage: a", "passage: b"], ["passage: c"]]
+    assert [list(v) for v in vectors] == [list(v) for v in embedder.embed(["a", "b", "c"])]
+    assert list(vectors[2]) == list(embedder.embed(["c"])[0])  # the vectors keep the input order
 
 
 def test_local_backends_of_one_model_share_a_vector_space() -> None:
