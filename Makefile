@@ -10,11 +10,16 @@ BIN := $(VENV)/bin
 
 .PHONY: setup demo test services services-stop lint typecheck db-check unit helm-check lock bench clean
 
-$(BIN)/.installed: requirements.lock pyproject.toml
+# The demo and the tests get everything: the runtime set (requirements.lock: what serve,
+# worker, index, search and ask load), codeask[train] (torch, to export and train models)
+# and the dev tools, all pinned in requirements-dev.lock. Then the ONNX exports the
+# default run path loads are made once (`codeask models export`; skipped when present).
+$(BIN)/.installed: requirements.lock requirements-dev.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet uv==$(UV_VERSION)
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -r requirements.lock
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -r requirements-dev.lock
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
+	$(BIN)/codeask models export
 	touch $@
 
 setup: $(BIN)/.installed
@@ -60,8 +65,11 @@ unit: setup
 
 test: setup lint typecheck services db-check helm-check unit
 
+# Both locks from pyproject.toml; the runtime one is a subset of the full one, pin for pin.
 lock: $(BIN)/python
-	$(BIN)/uv pip compile pyproject.toml --extra dev --python-version 3.11 \
+	$(BIN)/uv pip compile pyproject.toml --extra train --extra dev --python-version 3.11 \
+		--python-platform x86_64-manylinux_2_28 --generate-hashes -o requirements-dev.lock
+	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 -c requirements-dev.lock \
 		--python-platform x86_64-manylinux_2_28 --generate-hashes -o requirements.lock
 
 clean:

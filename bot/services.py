@@ -87,7 +87,7 @@ class Services:
         """The configured cross-encoder, else the trained one in the data dir, else None."""
         from bot.answer import load_reranker
 
-        return load_reranker(self.bot, self.indexer.data_path)
+        return load_reranker(self.bot, self.indexer.data_path, self.indexer.onnx_path)
 
     def pipeline(self) -> AnswerPipeline:
         """The production answer pipeline: search, reranker and the configured language model."""

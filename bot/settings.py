@@ -34,11 +34,12 @@ class BotSettings(BaseSettings):
     # model orders the top 20 candidates in one listwise call (bot.answer.llm_rerank).
     rerank_model: str = ""
     rerank_candidates: int = 50
-    # How the cross-encoder runs: "torch" (sentence-transformers CrossEncoder), "torch-bf16"
-    # (the same with bfloat16 weights, for CPUs with native bf16: AMX, AVX512-BF16), or an
-    # ONNX Runtime export of the same model, "onnx" (fp32) or "onnx-int8" (fused, int8
-    # weights), exported once into <data_dir>/models/onnx. See docs/benchmarks.md.
-    rerank_backend: Literal["torch", "torch-bf16", "onnx", "onnx-int8"] = "torch"
+    # How the cross-encoder runs: an ONNX Runtime export of the model, "onnx" (the default:
+    # fp32, scores equal torch's to 1e-4) or "onnx-int8" (fused, int8 weights), exported once
+    # into CODEASK_ONNX_DIR; or, with codeask[train], "torch" (sentence-transformers
+    # CrossEncoder) or "torch-bf16" (bfloat16 weights, for CPUs with native bf16: AMX,
+    # AVX512-BF16). See docs/reranker.md.
+    rerank_backend: Literal["torch", "torch-bf16", "onnx", "onnx-int8"] = "onnx"
     # Tokens of question + candidate the cross-encoder reads (the longer side is cut first);
     # its cost grows with this, so it is the main latency lever after the backend.
     rerank_max_length: int = Field(default=512, ge=16)

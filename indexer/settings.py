@@ -24,12 +24,17 @@ class IndexerSettings(BaseSettings):
     store: Literal["embedded", "opensearch"] = "embedded"
     embed_model: str = DEFAULT_EMBED_MODEL
     # torch: sentence-transformers; torch-bf16: the same with bfloat16 weights, for CPUs with
-    # native bf16 (AMX, AVX512-BF16; refused elsewhere); onnx / onnx-int8: the same model
-    # exported to ONNX Runtime (int8 quantized per channel) once into <data_dir>/models/onnx.
+    # native bf16 (AMX, AVX512-BF16; refused elsewhere); onnx / onnx-int8 (the default):
+    # the same model exported to ONNX Runtime (int8 quantized per channel) once, at set-up,
+    # into CODEASK_ONNX_DIR. The torch backends need codeask[train].
     # api: an embeddings endpoint through LiteLLM (CODEASK_EMBED_MODEL as LiteLLM names it,
     # e.g. text-embedding-3-small, voyage/voyage-code-3, ollama/nomic-embed-text, or a bare
     # name served by the OpenAI-compatible server at CODEASK_EMBED_API_BASE).
-    embed_backend: Literal["torch", "torch-bf16", "onnx", "onnx-int8", "api"] = "torch"
+    embed_backend: Literal["torch", "torch-bf16", "onnx", "onnx-int8", "api"] = "onnx-int8"
+    # Where the ONNX exports of the embedding model and the reranker live (empty:
+    # <data_dir>/models/onnx). `codeask models export` writes them at set-up; the image
+    # carries them in /opt/codeask/models, so a pod never needs torch.
+    onnx_dir: Path | None = None
     # Texts per model call; 0: the backend's own (32 for torch, 16 for ONNX, measured best;
     # 64 per request for api).
     embed_batch_size: int = Field(default=0, ge=0)
@@ -93,6 +98,10 @@ class IndexerSettings(BaseSettings):
     def data_path(self) -> Path:
         assert self.data_dir is not None  # set by the validator
         return self.data_dir
+
+    @property
+    def onnx_path(self) -> Path:
+        return self.onnx_dir or self.data_path / "models" / "onnx"
 
     @property
     def sqlite_path(self) -> Path:

@@ -18,6 +18,15 @@ if TYPE_CHECKING:
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# The ONNX exports `make setup` made (`codeask models export`): every test's data dir shares
+# them, so the default embedder is exported at most once per machine, not once per test.
+os.environ.setdefault(
+    "CODEASK_ONNX_DIR",
+    str(
+        Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local/share")
+        / "codeask/models/onnx"
+    ),
+)
 
 
 @pytest.fixture(scope="session")

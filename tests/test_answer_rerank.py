@@ -116,19 +116,19 @@ def test_reranked_order_follows_the_cross_encoder(indexed: Searcher, tmp_path: P
     model_dir = data_dir / "models" / "reranker"
     _fine_tune(model_dir, pool)
 
-    # Picked up from the data dir with no setting; an explicit setting also loads it.
+    # Picked up from the data dir with no setting, on ONNX Runtime (the default backend,
+    # exported on first use here); an explicit setting also loads it, torch where asked.
     assert trained_reranker_path(data_dir) == model_dir
     reranker = load_reranker(BotSettings(rerank_model=""), data_dir)
-    assert isinstance(reranker, CrossEncoderReranker)
+    assert isinstance(reranker, OnnxCrossEncoderReranker)
     assert load_reranker(BotSettings(rerank_model="none"), data_dir) is None
     assert load_reranker(BotSettings(rerank_model=""), tmp_path / "empty") is None
-    assert isinstance(
-        load_reranker(BotSettings(rerank_model=str(model_dir)), data_dir), CrossEncoderReranker
-    )
+    named = BotSettings(rerank_model=str(model_dir), rerank_backend="torch")
+    assert isinstance(load_reranker(named, data_dir), CrossEncoderReranker)
 
     pipeline = AnswerPipeline(indexed, BotSettings(llm_model=""), reranker=reranker)
     answer = pipeline.answer(QUESTION, repos)
-    assert answer.used_rerank and answer.reranker == str(model_dir)
+    assert answer.used_rerank and answer.reranker == f"{model_dir}@onnx"
     assert "rerank" in answer.timings
     by_final = sorted(answer.explain, key=lambda c: c.final_rank)
     scores = [c.rerank_score for c in by_final]

@@ -77,9 +77,10 @@ class CrossEncoderReranker:
     def __init__(
         self, model: str, max_length: int = 512, batch_size: int = 16, bfloat16: bool = False
     ) -> None:
-        from sentence_transformers import CrossEncoder
+        from indexer.embedding import require_bf16, require_torch
 
-        from indexer.embedding import require_bf16
+        require_torch("CODEASK_RERANK_BACKEND")
+        from sentence_transformers import CrossEncoder
 
         if bfloat16:
             require_bf16("CODEASK_RERANK_BACKEND")
@@ -263,13 +264,15 @@ def _llm_reranker(settings: BotSettings) -> Reranker:
     return LLMListwiseReranker(LiteLLMClient(settings))
 
 
-def load_reranker(settings: BotSettings, data_dir: Path) -> Reranker | None:
+def load_reranker(
+    settings: BotSettings, data_dir: Path, onnx_dir: Path | None = None
+) -> Reranker | None:
     """The configured reranker, else the trained one under ``data_dir``, else None.
 
     A trained model whose card says ``enabled_by_default: false`` (it did not beat hybrid
     search on the golden sets) is only used when ``rerank_model`` names it explicitly.
     ``rerank_backend`` picks torch (float32 or bf16) or ONNX Runtime (exported under
-    ``<data_dir>/models/onnx``). One model is loaded per process and configuration.
+    ``onnx_dir``, by default ``<data_dir>/models/onnx``). One model is loaded per process and configuration.
     """
     name = settings.rerank_model.strip()
     if name.lower() == RERANK_OFF:
@@ -287,7 +290,7 @@ def load_reranker(settings: BotSettings, data_dir: Path) -> Reranker | None:
         if backend.startswith("onnx"):
             _LOADED[key] = OnnxCrossEncoderReranker(
                 name,
-                data_dir / "models" / "onnx",
+                onnx_dir or data_dir / "models" / "onnx",
                 quantized=backend == "onnx-int8",
                 max_length=settings.rerank_max_length,
                 threads=settings.rerank_threads,

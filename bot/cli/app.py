@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from bot.cli.db import db_app
+from bot.cli.models import models_app
 from bot.cli.serve import register as register_service_commands
 from bot.services import Services
 from bot.training import train_app
@@ -21,6 +22,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ask question
 register_service_commands(app)  # serve, worker, reconcile, repo
 app.add_typer(train_app, name="train")  # mine, reranker, gate
 app.add_typer(db_app, name="db")  # upgrade, current, check
+app.add_typer(models_app, name="models")  # export
 err = Console(stderr=True, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
@@ -83,6 +85,8 @@ def index(
         + f"), {len(report.skipped)} skipped, "
         f"{report.seconds:.1f} s"
     )
+    if report.full_reason:
+        err.print(f"  re-indexed in full: {report.full_reason}", markup=False)
     for reason, count in report.skipped_by_reason().items():
         err.print(f"  skipped {count:>5}  {reason}")
     if report.uncommitted:
@@ -411,7 +415,8 @@ def main() -> None:
     try:
         app()
     except CodeaskError as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print("[red]error:[/] ", end="")
+        err.print(str(exc), markup=False, highlight=False)  # a message may hold [brackets]
         sys.exit(2)
 
 

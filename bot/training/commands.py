@@ -123,8 +123,11 @@ def reranker(
         say=err.print,
     )
     card = result.card
+    from indexer.embedding.onnx import export_models
+
+    export_models(str(result.model_dir), settings.onnx_path, task="cross-encoder")
     out.print(
-        f"saved {result.model_dir}: {card['steps']} steps in {card['training_seconds']} s, "
+        f"saved {result.model_dir} (and its ONNX export): {card['steps']} steps in {card['training_seconds']} s, "
         f"validation MRR {card['validation_mrr_before']} -> {card['validation_mrr_after']}; "
         "off by default until `codeask train gate` shows a gain on the golden sets"
     )

@@ -27,6 +27,7 @@ from indexer.embedding.torch_backend import (
     SentenceTransformerEmbedder,
     cpu_has_bf16,
     require_bf16,
+    require_torch,
 )
 from indexer.settings import IndexerSettings
 
@@ -53,6 +54,7 @@ __all__ = [
     "open_embedding_cache",
     "refuse_other_model",
     "require_bf16",
+    "require_torch",
     "vector_space",
 ]
 
@@ -70,5 +72,5 @@ def open_embedder(settings: IndexerSettings) -> Embedder:
         settings.embed_threads,
         settings.embed_batch_size,
         settings.embed_backend,
-        settings.data_path / "models" / "onnx",
+        settings.onnx_path,
     )

@@ -15,9 +15,11 @@ exports a sequence-classification head (``task="cross-encoder"``) the same way.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 import os
+import shutil
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -37,6 +39,7 @@ EXPORT_RECIPE = "fused-1"
 # "embedding": the encoder's last hidden state (pooled here); "cross-encoder": the
 # sequence-classification logits of a (question, text) pair.
 Task = Literal["embedding", "cross-encoder"]
+log = logging.getLogger(__name__)
 
 
 def cpu_has_vnni() -> bool:
@@ -154,37 +157,120 @@ def _weights_stamp(model_dir: Path) -> bytes:
     return stamp
 
 
+# The model folder's small files a session needs beside the graph (tokenizer, pooling, the
+# cross-encoder's head): copied into the export, so it runs where the model itself is not.
+MODEL_FILES = (
+    "config.json",
+    "config_sentence_transformers.json",
+    "sentence_bert_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+    "1_Pooling/config.json",
+)
+MANIFEST = "export.json"
+EXPORT_HINT = (
+    "Run `codeask models export` where codeask[train] is installed (`make setup` and the "
+    "image build do), or set CODEASK_ONNX_DIR to the folder that holds the export."
+)
+
+
+def _source_folder(model: str) -> Path | None:
+    """The model's own folder on this machine, or None (not installed here, or a hub name)."""
+    try:
+        path = Path(resolve_model_path(model))
+    except ImportError:  # the packaged default model comes with codeask[train]
+        return None
+    return path if (path / "config.json").is_file() else None
+
+
+def _export_folder(cache_dir: Path, model: str, source: Path | None, kind: str) -> Path | None:
+    """Where ``model``'s export lives: by its source's digest, else the one its manifest names."""
+    if source is not None:
+        digest = hashlib.sha256(
+            (source / "config.json").read_bytes() + str(source).encode() + _weights_stamp(source)
+        ).hexdigest()[:16]
+        return cache_dir / f"{source.name}{kind}-{digest}-{EXPORT_RECIPE}"
+    newest: tuple[float, Path] | None = None
+    for manifest in cache_dir.glob(f"*{kind}-*-{EXPORT_RECIPE}/{MANIFEST}"):
+        try:
+            meta = json.loads(manifest.read_text())
+        except (OSError, ValueError):
+            continue
+        if meta.get("model") == model and meta.get("kind") == kind:
+            when = manifest.stat().st_mtime
+            if newest is None or when > newest[0]:
+                newest = (when, manifest.parent)
+    return newest[1] if newest else None
+
+
+def _copy_model_files(source: Path, folder: Path, model: str, kind: str) -> None:
+    for name in MODEL_FILES:
+        if (source / name).is_file():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / name, folder / name)
+    meta = {"model": model, "kind": kind, "source": str(source), "recipe": EXPORT_RECIPE}
+    tmp = folder / f"{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(meta, indent=2) + "\n")
+    tmp.replace(folder / MANIFEST)
+
+
+def _torch_installed() -> bool:
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except ImportError:  # an import hook that refuses it
+        return False
+
+
 def ensure_onnx_model(
     model: str, cache_dir: Path, quantized: bool, task: Task = "embedding"
 ) -> tuple[Path, Path]:
-    """(onnx file, model folder) for ``model``, exporting it on first use."""
-    model_dir = Path(resolve_model_path(model))
-    if not (model_dir / "config.json").is_file():
-        setting = "RERANK" if task == "cross-encoder" else "EMBED"
-        raise ConfigError(
-            f"The ONNX {task} model needs a local model folder; {model!r} is not one. Set "
-            f"CODEASK_{setting}_MODEL to a local model folder or use "
-            f"CODEASK_{setting}_BACKEND=torch."
-        )
-    digest = hashlib.sha256(
-        (model_dir / "config.json").read_bytes()
-        + str(model_dir).encode()
-        + _weights_stamp(model_dir)
-    ).hexdigest()[:16]
+    """(onnx file, folder of its tokenizer and configs) for ``model``.
+
+    The export is made once, by ``codeask models export`` at set-up (it needs torch, from
+    codeask[train]); where torch is installed a missing export is made on first use, with a
+    notice. Without torch an export made elsewhere is used as it is (the runtime image
+    copies them from its build stage), and none is a ConfigError that says how to make one.
+    """
+    setting = "RERANK" if task == "cross-encoder" else "EMBED"
     kind = "" if task == "embedding" else f"-{task}"
-    folder = cache_dir / f"{model_dir.name}{kind}-{digest}-{EXPORT_RECIPE}"
-    folder.mkdir(parents=True, exist_ok=True)
+    source = _source_folder(model)
+    folder = _export_folder(cache_dir, model, source, kind)
+    if folder is None:  # no local model and no export of it
+        if _torch_installed():
+            raise ConfigError(
+                f"The ONNX {task} model needs a local model folder; {model!r} is not one. Set "
+                f"CODEASK_{setting}_MODEL to a local model folder or use "
+                f"CODEASK_{setting}_BACKEND=torch."
+            )
+        raise ConfigError(f"No ONNX export of {model!r} in {cache_dir}. {EXPORT_HINT}")
     full = folder / "model.onnx"
     if not full.exists():
+        if source is None or not _torch_installed():
+            raise ConfigError(
+                f"No ONNX export of {model!r} (as it is now) in {cache_dir}. {EXPORT_HINT}"
+            )
+        folder.mkdir(parents=True, exist_ok=True)
+        log.warning("exporting %s to ONNX once into %s (about a minute)", model, folder)
         with _quiet():
-            _export(model_dir, full, task)
+            _export(source, full, task)
+    if source is not None and not (folder / MANIFEST).exists():
+        _copy_model_files(source, folder, model, kind)  # also adopts exports made before them
     if not quantized:
-        return full, model_dir
+        return full, folder
+    # The int8 graph depends on the CPU (VNNI or not); quantizing needs only onnxruntime.
     int8 = folder / ("model.int8.vnni.onnx" if cpu_has_vnni() else "model.int8.onnx")
     if not int8.exists():
         with _quiet():
             _quantize(full, int8)
-    return int8, model_dir
+    return int8, folder
+
+
+def export_models(model: str, cache_dir: Path, task: Task = "embedding") -> Path:
+    """Export ``model`` in fp32 and int8 (set-up time; needs torch); returns its folder."""
+    ensure_onnx_model(model, cache_dir, quantized=False, task=task)
+    return ensure_onnx_model(model, cache_dir, quantized=True, task=task)[1]
 
 
 def cpu_session(onnx_path: Path) -> Any:

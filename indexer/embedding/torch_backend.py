@@ -19,6 +19,21 @@ def cpu_has_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
+def require_torch(setting: str) -> None:
+    """Refuse ``setting``'s torch backend where codeask[train] (torch) is not installed."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("sentence_transformers") is not None
+    except ImportError:
+        found = False
+    if not found:
+        raise ConfigError(
+            f"{setting}=torch needs codeask[train] (torch and sentence-transformers), which "
+            "this install does not have; use onnx-int8 or onnx (the default path)."
+        )
+
+
 def require_bf16(setting: str) -> None:
     """Refuse ``setting``'s bf16 backend on a CPU that would emulate bfloat16."""
     if not cpu_has_bf16():
@@ -46,6 +61,7 @@ class SentenceTransformerEmbedder:
     ):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        require_torch("CODEASK_EMBED_BACKEND")
         import torch
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging

@@ -24,6 +24,7 @@ from indexer.embedding import (
     embedding_text,
     refuse_other_model,
 )
+from indexer.embedding.spaces import embedder_of
 from indexer.errors import IndexingError
 from indexer.models import VISIBILITIES, Chunk, RepoState
 from indexer.source import (
@@ -67,6 +68,8 @@ class IndexReport:
     skipped: list[Skipped] = field(default_factory=list)
     seconds: float = 0.0
     full: bool = False
+    # Why every file was re-indexed ("" when only changes were, or the repo was new).
+    full_reason: str = ""
     # Files indexed from the work tree that differ from ``commit`` (or are untracked).
     uncommitted: list[str] = field(default_factory=list)
 
@@ -80,6 +83,16 @@ class IndexReport:
 def config_version(embedder: Embedder) -> str:
     """Changes when chunks or vectors would differ: then the whole repo is re-indexed."""
     return f"chunker-{CHUNKER_VERSION}/names-{NAMES_VERSION}/{embedder.name}"
+
+
+def _why_reindexed(old_version: str, embedder: Embedder) -> str:
+    """The notice for a repo whose chunks or vectors would differ now: re-embedded once."""
+    before = embedder_of(old_version)
+    if before and before != embedder.name:
+        return (
+            f"the embedder changed ({before} → {embedder.name}): every file is embedded again, once"
+        )
+    return "the chunker changed since the last run: every file is chunked again, once"
 
 
 def index_repository(
@@ -116,10 +129,13 @@ def index_repository(
     version = config_version(embedder)
     state = backend.repo_state(repo)
     indexed = backend.file_blobs(repo)
-    if force or (state is not None and state.config_version != version):
-        report.full = True
-    if state is not None and state.visibility != visibility:
-        report.full = True  # every chunk carries the visibility it was indexed with
+    if force:
+        report.full, report.full_reason = True, "asked for a full re-index"
+    elif state is not None and state.config_version != version:
+        report.full, report.full_reason = True, _why_reindexed(state.config_version, embedder)
+    elif state is not None and state.visibility != visibility:
+        # every chunk carries the visibility it was indexed with
+        report.full, report.full_reason = True, f"the visibility is now {visibility}"
 
     files: list[SourceFile] = []
     # include/exclude: gitignore-style patterns from the registry; a file that stops

@@ -247,6 +247,8 @@ class Worker:
             report.chunks,
             report.seconds,
         )
+        if report.full_reason:
+            log.warning("re-indexed %s in full: %s", job.repo, report.full_reason)
 
     def _sync_and_index(self, repo: Repo, *, force: bool) -> IndexReport:
         if not repo.clone_url:

@@ -54,6 +54,7 @@ LOCK_FILES = frozenset(
         "go.sum",
         "uv.lock",
         "requirements.lock",
+        "requirements-dev.lock",
         "bun.lockb",
     }
 )
