@@ -12,6 +12,7 @@ every other URL inert. No image or hero element is built from an answer.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -25,12 +26,18 @@ from bot.chat import (
     CommandResult,
     LinkPolicy,
     answer_links,
+    cited_sources,
     defang,
+    excerpt,
     inert,
+    is_notice,
+    lead_text,
+    searched_repos,
+    source_row,
     split_url,
 )
 from bot.chat.markdown import WRITTEN, WRITTEN_FORMS, citation_numbers
-from bot.teams.elements import CardMarkdown, Element, escape, text_block
+from bot.teams.elements import CardMarkdown, Element, code_language, escape, text_block
 
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
@@ -40,6 +47,8 @@ CARD_BUDGET = 24_000
 TRUNCATED_NOTE = "… (answer shortened to fit Teams; more in the sources below)"
 TRUNCATED_LIST = "… (list shortened to fit Teams)"
 FEEDBACK_ACTION = "feedback"
+RETRY_ACTION = "retry"
+SHOW_SOURCES = "Show sources"
 # Button titles per verdict of bot.chat.feedback.VERDICTS.
 VERDICT_TITLES = {"helpful": "Helpful", "wrong": "Wrong or unhelpful"}
 
@@ -135,30 +144,49 @@ def answer_card(
     web_base: str = GITHUB_WEB,
     budget: int = CARD_BUDGET,
 ) -> Card:
-    """The answer with linked citations, its sources, any notices and feedback buttons."""
-    notices = [*(notices or []), *answer.notes]
+    """The answer with linked citations, its cited sources one per row, any notices, the
+    feedback buttons and "Show sources" (every source: its cited lines, numbered, and a
+    "View on GitHub" button).
+
+    A notice (nothing found, or a part such as the language model down) sits in a warning
+    container, lists its places once, names the repositories searched (the answer's, so
+    only what the place's audience may read) and has no feedback buttons; one from a part
+    being down offers Retry. Over ``budget``, the sources view drops its code first, then
+    the text is shortened, then trailing sources are dropped.
+    """
+    shape = _Shape(
+        question_id,
+        [*(notices or []), *answer.notes],
+        frozenset(s.number for s in cited_sources(answer)),
+        is_notice(answer),
+        answer.unavailable,
+        tuple(answer.searched),
+        web_base,
+    )
     sources = list(answer.sources)
-    text = answer.text
-    card = _answer_card(text, sources, notices, question_id, web_base, truncated=False)
-    if _size(card) <= budget:
-        return card
+    text = lead_text(answer)
+    for code in (True, False):
+        card = _answer_card(shape, text, sources, truncated=False, code=code)
+        if _size(card) <= budget:
+            return card
     # Shorten the answer at a line or word boundary: binary search on the kept length.
     low, high = 0, len(text)
     while low < high:
         mid = (low + high + 1) // 2
-        trial = _answer_card(_cut(text, mid), sources, notices, question_id, web_base, True)
+        trial = _answer_card(shape, _cut(text, mid), sources, truncated=True, code=False)
         if _size(trial) <= budget:
             low = mid
         else:
             high = mid - 1
     if low > 0:
-        return _answer_card(_cut(text, low), sources, notices, question_id, web_base, True)
+        return _answer_card(shape, _cut(text, low), sources, truncated=True, code=False)
     while sources:  # the sources alone overflow (absurdly long paths): keep the first ones
         sources.pop()
-        card = _answer_card("", sources, notices, question_id, web_base, truncated=True)
+        card = _answer_card(shape, "", sources, truncated=True, code=False)
         if _size(card) <= budget:
             return card
-    return _answer_card("", [], [], question_id, web_base, truncated=True)
+    bare = dataclasses.replace(shape, notices=[])
+    return _answer_card(bare, "", [], truncated=True, code=False)
 
 
 STEPS_SHOWN = 4  # the latest tool steps an agentic answer's progress lists
@@ -214,15 +242,30 @@ def text_card(text: str, *, attention: bool = False) -> Card:
     return _card([_text(_APP_TEXT.inline_markdown(text), color=color)])
 
 
-def parse_feedback(value: object) -> Feedback | None:
-    """The feedback in an ``Action.Submit`` / ``Action.Execute`` payload, or None."""
+def _action_data(value: object, name: str) -> dict[str, Any] | None:
+    """The data of an ``Action.Submit`` / ``Action.Execute`` payload for action ``name``."""
     if not isinstance(value, dict):
         return None
     data: object = value
     action = value.get("action")
     if isinstance(action, dict):  # an adaptiveCard/action invoke: {"action": {"data": …}}
         data = action.get("data")
-    if not isinstance(data, dict) or data.get("action") != FEEDBACK_ACTION:
+    if not isinstance(data, dict) or data.get("action") != name:
+        return None
+    return data
+
+
+def parse_retry(value: object) -> str | None:
+    """The question id a Retry button sends back, or None."""
+    data = _action_data(value, RETRY_ACTION)
+    question_id = data.get("question_id") if data else None
+    return question_id if isinstance(question_id, str) and question_id else None
+
+
+def parse_feedback(value: object) -> Feedback | None:
+    """The feedback in an ``Action.Submit`` / ``Action.Execute`` payload, or None."""
+    data = _action_data(value, FEEDBACK_ACTION)
+    if data is None:
         return None
     question_id, verdict = data.get("question_id"), data.get("verdict")
     if not isinstance(question_id, str) or not question_id or verdict not in VERDICT_TITLES:
@@ -238,49 +281,118 @@ def attachment(card: Card) -> dict[str, Any]:
 # --- building blocks ---------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """What stays the same while a card is fitted to its budget."""
+
+    question_id: str
+    notices: list[str]
+    cited: frozenset[int]  # numbers of the sources shown as rows
+    notice: bool
+    unavailable: bool
+    searched: tuple[str, ...]
+    web_base: str
+
+
 def _answer_card(
-    text: str,
-    sources: list[Source],
-    notices: list[str],
-    question_id: str,
-    web_base: str,
-    truncated: bool,
+    shape: _Shape, text: str, sources: list[Source], *, truncated: bool, code: bool
 ) -> Card:
+    web_base = shape.web_base
     body: list[dict[str, Any]] = []
     if text:
         by_number = {s.number: s for s in sources}
         links = answer_links(sources, web_base)
-        body += _card_markdown(by_number, links, web_base).elements(text)
+        elements = _card_markdown(by_number, links, web_base).elements(text)
+        if shape.notice:  # a warning, not an answer
+            elements = [{"type": "Container", "style": "warning", "items": elements}]
+        body += elements
     if truncated:
         body.append(_text(TRUNCATED_NOTE, subtle=True))
-    for notice in notices:
+    for notice in shape.notices:
         body.append(_text(notice, subtle=True))
-    if sources:
-        body.append(_text("Sources", weight="Bolder", spacing="Medium"))
-        body.append(
+    rows = [s for s in sources if s.number in shape.cited]
+    if rows:
+        if not shape.notice:  # a notice's text introduces its places itself
+            body.append(_text("Sources", weight="Bolder", spacing="Medium"))
+        facts = [{"title": f"[{s.number}]", "value": _source_value(s, web_base)} for s in rows]
+        body.append({"type": "FactSet", "facts": facts})
+    if shape.notice and shape.searched and not shape.unavailable:
+        body.append(_text(_searched(shape.searched), subtle=True))
+    actions: list[dict[str, Any]] = []
+    if shape.unavailable:
+        actions.append(
             {
-                "type": "FactSet",
-                "facts": [
-                    {"title": f"[{s.number}]", "value": _source_value(s, web_base)} for s in sources
-                ],
+                "type": "Action.Submit",
+                "title": "Retry",
+                "style": "positive",
+                "data": {"action": RETRY_ACTION, "question_id": shape.question_id},
             }
         )
-    actions = [
-        {
-            "type": "Action.Submit",
-            "title": title,
-            "data": {"action": FEEDBACK_ACTION, "question_id": question_id, "verdict": verdict},
-        }
-        for verdict, title in VERDICT_TITLES.items()
-    ]
+    elif not shape.notice:
+        actions += [
+            {
+                "type": "Action.Submit",
+                "title": title,
+                "data": {
+                    "action": FEEDBACK_ACTION,
+                    "question_id": shape.question_id,
+                    "verdict": verdict,
+                },
+            }
+            for verdict, title in VERDICT_TITLES.items()
+        ]
+    if sources:
+        actions.append(_sources_view(sources, web_base, code=code))
     return _card(body, actions)
 
 
+def _searched(repos: Sequence[str]) -> str:
+    names, more = searched_repos(repos)
+    return (
+        "Searched: " + ", ".join(escape(n) for n in names) + (f" and {more} more" if more else "")
+    )
+
+
+def _sources_view(sources: list[Source], web_base: str, *, code: bool) -> dict[str, Any]:
+    """ "Show sources": every source's row, cited lines (numbered) and GitHub link."""
+    links = answer_links(sources, web_base)
+    items: list[Element] = []
+    for s in sources:
+        where, symbol, repo = source_row(s)
+        items.append(_text(f"**[{s.number}]** {escape(where)}", spacing="Medium"))
+        items.append(_text(escape(" · ".join(p for p in (symbol, repo) if p)), subtle=True))
+        if code:
+            shown = excerpt(s, links)
+            items.append(
+                {
+                    "type": "CodeBlock",
+                    "codeSnippet": "\n".join(shown.lines),
+                    "language": code_language(s.chunk.language),
+                    "startLineNumber": shown.first_line,
+                }
+            )
+            if shown.more:
+                items.append(_text(f"… {shown.more} more lines in the cited range", subtle=True))
+        url = _url(s, web_base)
+        if url.startswith(("http://", "https://")):
+            items.append(
+                {
+                    "type": "ActionSet",
+                    "actions": [{"type": "Action.OpenUrl", "title": "View on GitHub", "url": url}],
+                }
+            )
+    return {
+        "type": "Action.ShowCard",
+        "title": SHOW_SOURCES,
+        "card": {"type": "AdaptiveCard", "body": items},
+    }
+
+
 def _source_value(source: Source, web_base: str) -> str:
-    c = source.chunk
-    label = f"{c.repo}/{c.path}:{c.start_line}-{c.end_line}"
-    symbol = f" — {c.symbol}" if c.symbol else ""
-    return f"[{escape(label)}]({_url(source, web_base)}){escape(symbol)}"
+    """``[path:start-end](pinned link) · symbol · repo``."""
+    where, symbol, repo = source_row(source)
+    rest = "".join(f" · {escape(p)}" for p in (symbol, repo) if p)
+    return f"[{escape(where)}]({_url(source, web_base)}){rest}"
 
 
 def _url(source: Source, web_base: str) -> str:
