@@ -28,16 +28,14 @@ from bot.chat import (
     answer_links,
     cited_sources,
     defang,
-    excerpt,
     inert,
     is_notice,
     lead_text,
-    searched_repos,
-    source_row,
     split_url,
 )
 from bot.chat.markdown import WRITTEN, WRITTEN_FORMS, citation_numbers
-from bot.teams.elements import CardMarkdown, Element, code_language, escape, text_block
+from bot.teams.elements import CardMarkdown, Element, escape, text_block
+from bot.teams.sources import safe_url, searched_text, source_fact, source_url, sources_view
 
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
@@ -48,7 +46,6 @@ TRUNCATED_NOTE = "… (answer shortened to fit Teams; more in the sources below)
 TRUNCATED_LIST = "… (list shortened to fit Teams)"
 FEEDBACK_ACTION = "feedback"
 RETRY_ACTION = "retry"
-SHOW_SOURCES = "Show sources"
 # Button titles per verdict of bot.chat.feedback.VERDICTS.
 VERDICT_TITLES = {"helpful": "Helpful", "wrong": "Wrong or unhelpful"}
 
@@ -108,14 +105,14 @@ def _written_links(
 
 def _citation(number: int, by_number: dict[int, Source], web_base: str) -> str:
     source = by_number.get(number)
-    return f"[{number}]" if source is None else f"[[{number}]]({_url(source, web_base)})"
+    return f"[{number}]" if source is None else f"[[{number}]]({source_url(source, web_base)})"
 
 
 def _written_link(
     url: str, label: str, by_number: dict[int, Source], links: LinkPolicy, web_base: str
 ) -> str:
     if links.permits(url) and url.startswith(("http://", "https://")):
-        return f"[{escape(defang(label, links)) or escape(url)}]({_safe_url(url)})"
+        return f"[{escape(defang(label, links)) or escape(url)}]({safe_url(url)})"
     shown = escape(inert(url))
     if not label.strip():
         return shown
@@ -314,10 +311,10 @@ def _answer_card(
     if rows:
         if not shape.notice:  # a notice's text introduces its places itself
             body.append(_text("Sources", weight="Bolder", spacing="Medium"))
-        facts = [{"title": f"[{s.number}]", "value": _source_value(s, web_base)} for s in rows]
+        facts = [{"title": f"[{s.number}]", "value": source_fact(s, web_base)} for s in rows]
         body.append({"type": "FactSet", "facts": facts})
     if shape.notice and shape.searched and not shape.unavailable:
-        body.append(_text(_searched(shape.searched), subtle=True))
+        body.append(_text(searched_text(shape.searched), subtle=True))
     actions: list[dict[str, Any]] = []
     if shape.unavailable:
         actions.append(
@@ -342,66 +339,8 @@ def _answer_card(
             for verdict, title in VERDICT_TITLES.items()
         ]
     if sources:
-        actions.append(_sources_view(sources, web_base, code=code))
+        actions.append(sources_view(sources, web_base, code=code))
     return _card(body, actions)
-
-
-def _searched(repos: Sequence[str]) -> str:
-    names, more = searched_repos(repos)
-    return (
-        "Searched: " + ", ".join(escape(n) for n in names) + (f" and {more} more" if more else "")
-    )
-
-
-def _sources_view(sources: list[Source], web_base: str, *, code: bool) -> dict[str, Any]:
-    """ "Show sources": every source's row, cited lines (numbered) and GitHub link."""
-    links = answer_links(sources, web_base)
-    items: list[Element] = []
-    for s in sources:
-        where, symbol, repo = source_row(s)
-        items.append(_text(f"**[{s.number}]** {escape(where)}", spacing="Medium"))
-        items.append(_text(escape(" · ".join(p for p in (symbol, repo) if p)), subtle=True))
-        if code:
-            shown = excerpt(s, links)
-            items.append(
-                {
-                    "type": "CodeBlock",
-                    "codeSnippet": "\n".join(shown.lines),
-                    "language": code_language(s.chunk.language),
-                    "startLineNumber": shown.first_line,
-                }
-            )
-            if shown.more:
-                items.append(_text(f"… {shown.more} more lines in the cited range", subtle=True))
-        url = _url(s, web_base)
-        if url.startswith(("http://", "https://")):
-            items.append(
-                {
-                    "type": "ActionSet",
-                    "actions": [{"type": "Action.OpenUrl", "title": "View on GitHub", "url": url}],
-                }
-            )
-    return {
-        "type": "Action.ShowCard",
-        "title": SHOW_SOURCES,
-        "card": {"type": "AdaptiveCard", "body": items},
-    }
-
-
-def _source_value(source: Source, web_base: str) -> str:
-    """``[path:start-end](pinned link) · symbol · repo``."""
-    where, symbol, repo = source_row(source)
-    rest = "".join(f" · {escape(p)}" for p in (symbol, repo) if p)
-    return f"[{escape(where)}]({_url(source, web_base)}){rest}"
-
-
-def _url(source: Source, web_base: str) -> str:
-    return _safe_url(source.link(web_base))
-
-
-def _safe_url(url: str) -> str:
-    # Spaces and parentheses would end a Markdown link early.
-    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
 
 
 def _cut(text: str, limit: int) -> str:
