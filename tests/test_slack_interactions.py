@@ -230,6 +230,43 @@ async def test_retry_in_a_channel_answers_the_clicker_with_the_channels_access(
     assert all(PRIVATE_SYMBOL not in json.dumps(r) for r in world.llm.requests)
 
 
+async def test_retry_of_a_follow_up_keeps_the_threads_earlier_turns(world: World) -> None:
+    root, follow_up = "1700.100800", "1700.100802"
+    world.slack.threads[("C0GENERAL", root)] = [
+        {
+            "type": "message",
+            "user": "U0ALICE",
+            "text": "<@UBOT> where is the backoff helper?",
+            "ts": root,
+        },
+        {
+            "type": "message",
+            "user": "UBOT",
+            "bot_id": "BBOT",
+            "text": "In net/retry.py [1].",
+            "ts": "1700.100801",
+        },
+        {
+            "type": "message",
+            "user": "U0ALICE",
+            "text": "<@UBOT> how many attempts?",
+            "ts": follow_up,
+        },
+    ]
+    world.llm.script(Reply(status=500))
+    await world.post_event(mention("how many attempts?", follow_up, thread_ts=root), "EvC8")
+    final = await world.slack.wait_for(_final)
+    qid = _question_id(final)
+    world.llm.script(Reply("Five attempts [1]."))
+    payload = block_action(ACTION_RETRY, qid, "1700.100803", user="U0BOB")
+    payload["message"]["thread_ts"] = root
+    assert await world.post_action(payload) == 200
+    await world.slack.wait_for(lambda c: _final(c) and _question_id(c) != qid)
+    sent = json.dumps(world.llm.requests[0]["messages"])
+    assert "where is the backoff helper?" in sent and "In net/retry.py [1]." in sent
+    assert "how many attempts?" in sent
+
+
 async def test_retry_of_a_slash_ask_answer_replies_privately(world: World) -> None:
     world.llm.script(Reply(status=500))
     await world.post_command("ask how does retry with backoff work?")

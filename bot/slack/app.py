@@ -427,20 +427,31 @@ class SlackBot:
         await self.answer(question, body["user"]["id"], None)
 
     async def _on_retry(
-        self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any
+        self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any, context: Any
     ) -> None:
         """Ask the same question again for the clicker, where they clicked, with the access
-        they have there now: a click on someone else's DM answer asks nothing."""
+        they have there now: a click on someone else's DM answer asks nothing. In a thread,
+        the turns before the answer are its history again (the Asker re-checks the places
+        of earlier answers against the clicker)."""
         await ack()
         answered = await self._authorized(body, action)
         if answered is None:
             await self._ephemeral(body, NOT_HERE_TEXT)
             return
-        question = Question(_clicker(body), _click_place(body), answered.question)
+        place = _click_place(body)
         if (body.get("container") or {}).get("is_ephemeral"):  # a `/codeask ask` answer
-            await self._answer_ephemeral(respond, question)
+            await self._answer_ephemeral(
+                respond, Question(_clicker(body), place, answered.question)
+            )
             return
-        await self.answer(question, body["channel"]["id"], _click_thread(body))
+        channel, thread = body["channel"]["id"], _click_thread(body)
+        history: History = ()
+        earlier: tuple[str, ...] = ()
+        answer_ts = (body.get("message") or {}).get("ts")
+        if thread and answer_ts:
+            history, earlier = await thread_turns(self.client, channel, thread, answer_ts, context)
+        question = Question(_clicker(body), place, answered.question, history, earlier=earlier)
+        await self.answer(question, channel, thread)
 
     async def _on_link_button(self, ack: Any) -> None:
         """A button that opens a URL ("View on GitHub", "Link GitHub"): Slack opened it;
