@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.chat import ADDED_CLI, ADDED_REGISTERED, admin_repos
+from bot.chat import ADDED_CLI, ADDED_REGISTERED, admin_repos, searched_repo
 from indexer.jobs import Repo
 from indexer.models import RepoState
 
@@ -41,3 +41,22 @@ def test_only_a_registered_repo_counts_as_up_to_date() -> None:
     assert r.up_to_date and not s.up_to_date
     assert s.behind == f"2 commits behind (head {'b' * 12})"
     assert "acme/x  ready  cccccccccccc  " in cli.line() and cli.line().endswith(f"({ADDED_CLI})")
+
+
+def test_a_searched_repo_shows_the_stores_commit_and_the_registrys_pushed_head() -> None:
+    row = Repo(
+        full_name="acme/b",
+        visibility="public",
+        tracked_branch="dev",
+        last_indexed_commit="a" * 40,
+        head_commit="b" * 40,
+        commits_behind=3,
+    )
+    repo = searched_repo(_state("acme/b", visibility="public", commit="a" * 40), row, "acme/b")
+    assert (repo.commit, repo.branch, repo.indexed_at is not None) == ("a" * 40, "dev", True)
+    assert repo.behind == f"3 commits behind (head {'b' * 12})"
+    cli = searched_repo(_state("acme/c"), None, "acme/c")
+    assert cli.behind == "" and cli.head_commit == "" and cli.added == ADDED_CLI
+    # A registered repository the store no longer holds: what the registry knows of it.
+    gone = searched_repo(None, row, "acme/b")
+    assert gone.commit == "a" * 40 and gone.indexed_at is None

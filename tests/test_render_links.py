@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,12 @@ from bot.chat import answer_links, defang, inert, strip_controls
 from bot.cli.terminal import ask_in_terminal
 from bot.services import Services
 from bot.settings import BotSettings
-from bot.slack.render import answer_messages, markdown_to_mrkdwn, progress_message
+from bot.slack.render import (
+    answer_messages,
+    markdown_to_mrkdwn,
+    progress_message,
+    source_details,
+)
 from bot.teams.render import answer_card, linked_text, progress_text
 from indexer.models import Chunk
 from indexer.settings import IndexerSettings
@@ -238,7 +244,12 @@ def test_teams_card_links_only_citations_and_never_shows_an_image() -> None:
     card = answer_card(_answer(), "q1", web_base=WEB)
     elements = _card_elements(card)
     assert not {e["type"] for e in elements} & {"Image", "ImageSet", "Media"}
-    assert not any("url" in e or "backgroundImage" in e for e in elements)
+    assert not any("backgroundImage" in e for e in elements)
+    # The only URL-carrying elements are the sources view's "View on GitHub" buttons, to
+    # the commit-pinned lines the application built.
+    opened = [e["url"] for e in elements if "url" in e]
+    assert {e["type"] for e in elements if "url" in e} == {"Action.OpenUrl"}
+    assert opened == [f"{WEB}/{PUBLIC_REPO}/blob/{COMMIT}/net/retry.py#L1-L7"]
     text = next(e["text"] for e in elements if e["type"] == "TextBlock")
     _no_raw_evil(json.dumps(card))
     links = markdown_links(text)
@@ -247,6 +258,23 @@ def test_teams_card_links_only_citations_and_never_shows_an_image() -> None:
     assert text.startswith(f"It retries with exponential backoff [[1]]({WEB}/")
     assert "details (https\\[:\\]//evil\\[.\\]example/x?d=" in text
     assert "![" not in text
+
+
+def test_the_sources_views_show_urls_in_indexed_code_inert() -> None:
+    planted = replace(
+        _source().chunk,
+        text="# docs: https://evil.example/x?d=ZGF0YQ\ndef retry_with_backoff(call):\n    ...",
+        end_line=3,
+    )
+    source = Source(1, planted, 1.0)
+    slack = json.dumps(source_details([source], WEB).blocks)
+    _no_raw_evil(slack)
+    assert "https[:]//evil[.]example/x?d=ZGF0YQ" in slack
+    card = answer_card(Answer("q", "It retries [1].", [source]), "q1", web_base=WEB)
+    _no_raw_evil(json.dumps(card))
+    [view] = [a for a in card["actions"] if a["type"] == "Action.ShowCard"]
+    [code] = [e for e in view["card"]["body"] if e["type"] == "CodeBlock"]
+    assert code["codeSnippet"].startswith("# docs: https[:]//evil[.]example/x?d=ZGF0YQ\n")
 
 
 def test_teams_progress_never_links_what_the_model_writes() -> None:

@@ -7,8 +7,17 @@ import json
 import time
 
 from acl.permissions import REASON_CHANNEL, REASON_GITHUB_DOWN
+from bot.answer import NOT_FOUND_TEXT
 from bot.chat.feedback import feedback_for
-from bot.slack.render import ACTION_HELPFUL, ACTION_PRIVATE, ACTION_SOURCES, SEARCHING_TEXT
+from bot.slack.render import (
+    ACTION_HELPFUL,
+    ACTION_PRIVATE,
+    ACTION_RETRY,
+    ACTION_SOURCES,
+    ACTION_WRONG,
+    SEARCHING_TEXT,
+)
+from indexer.jobs import Repo
 from tests import slack_world
 from tests.fake_llm import Reply
 from tests.fake_slack import Call
@@ -40,6 +49,16 @@ def _final(call: Call) -> bool:
             for b in blocks
         )
     )
+
+
+def _buttons(call: Call) -> list[str]:
+    """The buttons on the answer itself (the withheld note's offer is a block of its own)."""
+    return [
+        e["action_id"]
+        for b in call.args.get("blocks") or []
+        if b.get("type") == "actions" and b.get("block_id", "").startswith("codeask_answer:")
+        for e in b["elements"]
+    ]
 
 
 def _text(call: Call) -> str:
@@ -250,9 +269,35 @@ async def test_llm_down_says_so_and_shows_the_best_places(world: World) -> None:
     await world.post_event(mention("how does retry with backoff work?", "1700.001000"), "Ev09")
     final = await world.slack.wait_for(_final)
     body = _text(final)
-    assert "language model is unavailable" in body
+    assert final.args["blocks"][0]["text"]["text"].startswith(
+        ":warning: The language model is unavailable"
+    )
+    assert json.dumps(final.args["blocks"]).count("net/retry.py:1-7") == 1  # listed once
+    assert _buttons(final) == [ACTION_RETRY, ACTION_SOURCES]  # no feedback buttons
     assert "net/retry.py" in body
     assert "Traceback" not in world.slack.bodies()
+
+
+async def test_not_found_in_a_channel_names_only_what_the_channel_may_read(world: World) -> None:
+    # Alice can read the private repository; the channel's audience cannot.
+    world.llm.script(Reply(NOT_FOUND_TEXT))
+    await world.post_event(mention(PRIVATE_QUESTION, "1700.001050"), "Ev09b")
+    final = await world.slack.wait_for(_final)
+    blocks = final.args["blocks"]
+    assert blocks[0]["text"]["text"].startswith(f":warning: {NOT_FOUND_TEXT}")
+    searched = [e["text"] for b in blocks if b["type"] == "context" for e in b["elements"]]
+    assert f"Searched: `{PUBLIC_REPO}`" in searched
+    assert ACTION_HELPFUL not in _buttons(final) and ACTION_WRONG not in _buttons(final)
+    for secret in (PRIVATE_REPO, PRIVATE_PATH, PRIVATE_SYMBOL):
+        assert secret not in world.slack.bodies()
+
+
+async def test_not_found_in_a_dm_names_the_askers_own_repositories(world: World) -> None:
+    world.llm.script(Reply(NOT_FOUND_TEXT))
+    await world.post_event(direct_message("where is the GPU autoscaler?", "1700.001060"), "Ev09c")
+    final = await world.slack.wait_for(_final)
+    assert f"Searched: `{PRIVATE_REPO}`, `{PUBLIC_REPO}`" in _text(final)
+    assert _buttons(final) == [ACTION_SOURCES]
 
 
 async def test_streaming_edits_survive_a_rate_limit(world: World) -> None:
@@ -346,6 +391,65 @@ async def test_app_home_shows_link_and_askable_repos(world: World) -> None:
     view = json.dumps(call.args["view"])
     assert "@alice" in view and PUBLIC_REPO in view and PRIVATE_REPO in view
     assert "Index status" not in view  # not an admin
+    assert "<question>" not in view and "&lt;question&gt;" in view
+    commits = {s.repo: s.commit for s in world.services.store.repo_states()}
+    assert f"*{PUBLIC_REPO}* (public) `{commits[PUBLIC_REPO][:7]}`, indexed " in view
+    buttons = {
+        e["text"]["text"]: e
+        for b in call.args["view"]["blocks"]
+        if b["type"] == "actions"
+        for e in b["elements"]
+    }
+    dm = buttons[":speech_balloon: Ask in DM"]["url"]
+    assert dm == "https://slack.com/app_redirect?app=A0CODEASK&team=T1"
+    assert ":link: Link GitHub" not in buttons  # already linked
+
+
+def _home_opened(user: str, ts: str) -> dict[str, str]:
+    return {
+        "type": "app_home_opened",
+        "user": user,
+        "channel": "D0X",
+        "tab": "home",
+        "event_ts": ts,
+    }
+
+
+async def test_app_home_offers_an_unlinked_user_the_link_flow(world: World) -> None:
+    acl = world.services.acl
+    acl.github_oauth_client_id, acl.github_oauth_client_secret = "Iv1.home", "s3cret"
+    await world.post_event(_home_opened("U0BOB", "1700.0014"), "Ev12b")
+    call = await world.slack.wait_for(lambda c: c.method == "views.publish")
+    assert call.args["user_id"] == "U0BOB"
+    [actions] = [b for b in call.args["view"]["blocks"] if b["type"] == "actions"]
+    link = next(e for e in actions["elements"] if e["text"]["text"] == ":link: Link GitHub")
+    assert link["url"].startswith("https://github.com/login/oauth/authorize?client_id=Iv1.home")
+    assert "state=" in link["url"]
+    # Clicking a URL button still sends an action: it is acknowledged, nothing else.
+    since = len(world.slack.calls)
+    click = block_action(link["action_id"], "", "1700.0015", user="U0BOB", channel="D0BOB")
+    del click["actions"][0]["value"]
+    assert await world.post_action(click) == 200
+    assert [c.method for c in world.slack.calls[since:]] == []
+
+
+async def test_app_home_says_when_a_repository_is_behind_its_pushed_head(world: World) -> None:
+    indexed = next(s.commit for s in world.services.store.repo_states() if s.repo == PUBLIC_REPO)
+    world.services.registry.save(
+        Repo(
+            full_name=PUBLIC_REPO,
+            visibility="public",
+            status="ready",
+            last_indexed_commit=indexed,
+            head_commit="f" * 40,
+            commits_behind=3,
+        )
+    )
+    await world.post_event(_home_opened("U0ALICE", "1700.0016"), "Ev12c")
+    call = await world.slack.wait_for(lambda c: c.method == "views.publish")
+    view = json.dumps(call.args["view"])
+    assert f"*{PUBLIC_REPO}* (public) `{indexed[:7]}` on `main`, indexed " in view
+    assert f", :warning: 3 commits behind (head {'f' * 12})" in view
 
 
 async def test_a_thread_follow_up_starts_from_the_places_the_thread_already_read(

@@ -23,7 +23,7 @@ import pytest
 
 from bot.chat.feedback import feedback_for
 from bot.slack.app import NOT_HERE_TEXT
-from bot.slack.render import ACTION_HELPFUL, ACTION_PRIVATE, ACTION_SOURCES
+from bot.slack.render import ACTION_HELPFUL, ACTION_PRIVATE, ACTION_RETRY, ACTION_SOURCES
 from tests import slack_world
 from tests.fake_llm import Reply
 from tests.fake_slack import Call
@@ -149,6 +149,140 @@ async def test_forged_feedback_is_not_recorded(world: World) -> None:
     replies = await _replies_to(world, "U0BOB", since)
     assert [c.args["text"] for c in replies] == [NOT_HERE_TEXT]
     assert feedback_for(world.services.engine, qid) == []
+
+
+# --- Retry ------------------------------------------------------------------------------
+
+
+async def _alice_dm_answer_with_the_model_down(world: World) -> str:
+    world.llm.script(Reply(status=500))
+    await world.post_event(direct_message(PRIVATE_QUESTION, "1700.100500"), "EvDM5")
+    final = await world.slack.wait_for(_final)
+    assert "language model is unavailable" in _text(final) and PRIVATE_PATH in _text(final)
+    return _question_id(final)
+
+
+async def test_retry_asks_the_askers_question_again_in_her_dm(world: World) -> None:
+    qid = await _alice_dm_answer_with_the_model_down(world)
+    world.llm.script(Reply("The master key is rotated by re-wrapping data keys [1]."))
+    since = len(world.slack.calls)
+    payload = block_action(ACTION_RETRY, qid, "1700.100501", channel="D0ALICE")
+    del payload["message"]["thread_ts"]  # a top-level DM answer
+    assert await world.post_action(payload) == 200
+    again = await world.slack.wait_for(
+        lambda c: _final(c) and world.slack.calls.index(c) >= since and _question_id(c) != qid
+    )
+    assert again.args["channel"] == "D0ALICE"
+    assert "re-wrapping data keys" in _text(again) and PRIVATE_PATH in _text(again)
+    assert PRIVATE_QUESTION in json.dumps(world.llm.requests[0])
+    audit = world.services.acl_store.audit_entries(limit=1)[0]
+    assert audit.user_id == "T1:U0ALICE" and audit.place == "dm"
+
+
+@pytest.mark.parametrize(
+    ("user", "channel"),
+    [
+        ("U0BOB", "C0GENERAL"),  # another user, in a public channel
+        ("U0BOB", "D0BOB"),  # another user, in his own DM
+        ("U0ALICE", "C0GENERAL"),  # the asker herself, but in a channel
+    ],
+)
+async def test_forged_retry_of_a_dm_answer_asks_nothing_and_shows_nothing(
+    world: World, user: str, channel: str
+) -> None:
+    qid = await _alice_dm_answer_with_the_model_down(world)
+    asked = len(world.llm.requests)
+    since = len(world.slack.calls)
+    payload = block_action(ACTION_RETRY, qid, "1700.100502", user=user, channel=channel)
+    assert await world.post_action(payload) == 200
+    replies = await _replies_to(world, user, since)
+    assert [c.args["text"] for c in replies] == [NOT_HERE_TEXT]
+    sent = "\n".join(c.raw for c in world.slack.calls[since:])
+    for secret in (*SECRETS, "master encryption key"):
+        assert secret not in sent
+    assert len(world.llm.requests) == asked  # the question was not asked again
+
+
+async def test_retry_in_a_channel_answers_the_clicker_with_the_channels_access(
+    world: World,
+) -> None:
+    world.llm.script(Reply(status=500))
+    await world.post_event(mention(PRIVATE_QUESTION, "1700.100600"), "EvC6")
+    final = await world.slack.wait_for(_final)
+    qid = _question_id(final)
+    world.llm.script(Reply("Keys are not in the shared code [1]."))
+    since = len(world.slack.calls)
+    payload = block_action(ACTION_RETRY, qid, "1700.100601", user="U0BOB")
+    payload["message"]["thread_ts"] = "1700.100600"
+    assert await world.post_action(payload) == 200
+    again = await world.slack.wait_for(
+        lambda c: _final(c) and world.slack.calls.index(c) >= since and _question_id(c) != qid
+    )
+    assert "not in the shared code" in _text(again)
+    placeholder = next(c for c in world.slack.calls[since:] if c.method == "chat.postMessage")
+    assert placeholder.args["channel"] == "C0GENERAL"
+    assert placeholder.args["thread_ts"] == "1700.100600"  # in the answer's thread
+    audit = world.services.acl_store.audit_entries(limit=1)[0]
+    assert audit.user_id == "T1:U0BOB" and audit.place == "channel:C0GENERAL"
+    assert PRIVATE_REPO not in audit.allowed_repos
+    for secret in SECRETS:
+        assert secret not in world.slack.bodies()
+    assert all(PRIVATE_SYMBOL not in json.dumps(r) for r in world.llm.requests)
+
+
+async def test_retry_of_a_follow_up_keeps_the_threads_earlier_turns(world: World) -> None:
+    root, follow_up = "1700.100800", "1700.100802"
+    world.slack.threads[("C0GENERAL", root)] = [
+        {
+            "type": "message",
+            "user": "U0ALICE",
+            "text": "<@UBOT> where is the backoff helper?",
+            "ts": root,
+        },
+        {
+            "type": "message",
+            "user": "UBOT",
+            "bot_id": "BBOT",
+            "text": "In net/retry.py [1].",
+            "ts": "1700.100801",
+        },
+        {
+            "type": "message",
+            "user": "U0ALICE",
+            "text": "<@UBOT> how many attempts?",
+            "ts": follow_up,
+        },
+    ]
+    world.llm.script(Reply(status=500))
+    await world.post_event(mention("how many attempts?", follow_up, thread_ts=root), "EvC8")
+    final = await world.slack.wait_for(_final)
+    qid = _question_id(final)
+    world.llm.script(Reply("Five attempts [1]."))
+    payload = block_action(ACTION_RETRY, qid, "1700.100803", user="U0BOB")
+    payload["message"]["thread_ts"] = root
+    assert await world.post_action(payload) == 200
+    await world.slack.wait_for(lambda c: _final(c) and _question_id(c) != qid)
+    sent = json.dumps(world.llm.requests[0]["messages"])
+    assert "where is the backoff helper?" in sent and "In net/retry.py [1]." in sent
+    assert "how many attempts?" in sent
+
+
+async def test_retry_of_a_slash_ask_answer_replies_privately(world: World) -> None:
+    world.llm.script(Reply(status=500))
+    await world.post_command("ask how does retry with backoff work?")
+    final = await world.slack.wait_for(_final)
+    qid = _question_id(final)
+    world.llm.script(Reply("Backoff doubles the wait each attempt [1]."))
+    since = len(world.slack.calls)
+    payload = block_action(ACTION_RETRY, qid, "1700.100701")
+    payload["container"]["is_ephemeral"] = True
+    payload["response_url"] = world.slack.response_url("retry")
+    del payload["message"]
+    assert await world.post_action(payload) == 200
+    again = await world.slack.wait_for(lambda c: _final(c) and world.slack.calls.index(c) >= since)
+    assert again.method == "response_url" and again.args["response_type"] == "ephemeral"
+    assert "Backoff doubles" in _text(again)
+    assert not [c for c in world.slack.calls[since:] if c.method == "chat.postMessage"]
 
 
 # --- a second replica ------------------------------------------------------------------

@@ -320,8 +320,9 @@ async def test_channel_mention_gets_a_threaded_card_with_commit_pinned_citations
     assert answer.startswith("The delay doubles with every attempt, with full jitter [[1]](")
     assert "https://github.com/acme/payments/blob/" in answer and "payments/retry.py#L" in answer
     facts = next(b for b in card["body"] if b["type"] == "FactSet")["facts"]
-    assert facts[0]["title"] == "[1]" and "acme/payments/payments/retry.py" in facts[0]["value"]
-    feedback = [a["data"] for a in card["actions"]]
+    assert facts[0]["title"] == "[1]" and facts[0]["value"].startswith("[payments/retry.py:")
+    assert facts[0]["value"].endswith(" · acme/payments")
+    feedback = [a["data"] for a in card["actions"] if a["type"] == "Action.Submit"]
     assert {d["verdict"] for d in feedback} == {"helpful", "wrong"}
     # The question reached the model without the @mention.
     assert "<at>" not in json.dumps(llm.requests[-1]["messages"][-1])
@@ -402,14 +403,93 @@ async def test_question_the_code_cannot_answer_says_not_found(teams: Teams, llm:
     )
 
 
+async def test_not_found_names_only_the_repositories_its_audience_may_read(
+    teams: Teams, llm: FakeLLM
+) -> None:
+    question = "How do we configure the Kubernetes horizontal pod autoscaler for the GPU cluster?"
+    # Alice can read acme/vault; a channel's audience cannot, so it is never named there.
+    channel = teams.activity(question, ALICE, TEAM_CHANNEL)
+    await teams.post(channel)
+    card = _card(teams.connector.messages(channel["conversation"]["id"])[-1])
+    assert card["body"][0]["type"] == "Container" and card["body"][0]["style"] == "warning"
+    assert NOT_FOUND_TEXT in json.dumps(card["body"][0])
+    assert "Searched: acme/payments" in json.dumps(card)
+    assert "acme/vault" not in json.dumps(card) and "rotate_signing_key" not in json.dumps(card)
+    assert not [a for a in card.get("actions", []) if a["type"] == "Action.Submit"]
+
+    personal = teams.activity(question, ALICE, "personal")
+    await teams.post(personal)
+    text = _card_text(teams.connector.sent(personal["conversation"]["id"])[-1])
+    assert "Searched: acme/payments, acme/vault" in text
+    assert llm.requests == []
+
+
 async def test_language_model_down_gives_a_clear_message(teams: Teams, llm: FakeLLM) -> None:
     llm.script(Reply(status=500))
     activity = teams.activity(RETRY_Q, BOB, TEAM_CHANNEL)
     await teams.post(activity)
-    text = _card_text(teams.connector.messages(activity["conversation"]["id"])[-1])
+    card = _card(teams.connector.messages(activity["conversation"]["id"])[-1])
+    text = json.dumps(card)
+    assert card["body"][0]["style"] == "warning"
     assert "The language model is unavailable right now" in text
     assert "payments/retry.py" in text  # still shows where to look
     assert "Traceback" not in text
+    retry = next(a for a in card["actions"] if a["type"] == "Action.Submit")
+    assert retry["title"] == "Retry" and retry["data"]["action"] == "retry"
+    assert [a["type"] for a in card["actions"]] == ["Action.Submit", "Action.ShowCard"]
+
+    # Anyone in the channel may ask it again: answered for them, with the channel's access.
+    llm.script(Reply("The delay doubles with every attempt, with full jitter [1]."))
+    click = teams.activity("", ALICE, TEAM_CHANNEL, value=retry["data"])
+    await teams.post(click)
+    again = _card(teams.connector.messages(click["conversation"]["id"])[-1])
+    assert again["body"][0]["text"].startswith("The delay doubles with every attempt")
+    assert RETRY_Q in json.dumps(llm.requests[-1]["messages"][-1])
+    assert "acme/vault" not in json.dumps(again)
+
+
+async def test_retry_of_a_personal_answer_is_refused_to_anyone_else_and_anywhere_else(
+    teams: Teams, services: Services, llm: FakeLLM
+) -> None:
+    llm.script(Reply(status=500))
+    activity = teams.activity(VAULT_Q, ALICE, "personal")
+    await teams.post(activity)
+    card = _card(teams.connector.sent(activity["conversation"]["id"])[-1])
+    assert "vault/rotation.py" in json.dumps(card)  # the places found, for Alice alone
+    retry = next(a["data"] for a in card["actions"] if a["type"] == "Action.Submit")
+    llm.script(Reply("The new key signs and the previous one only verifies [1]."))
+    for user, place in ((BOB, TEAM_CHANNEL), (BOB, "personal"), (ALICE, TEAM_CHANNEL)):
+        since = len(teams.connector.sent())
+        submit = teams.activity("", user, place, value=retry)
+        await teams.post(submit)
+        invoke = teams.activity("", user, place)
+        invoke |= {
+            "type": "invoke",
+            "name": "adaptiveCard/action",
+            "value": {"action": {"type": "Action.Execute", "verb": "retry", "data": retry}},
+        }
+        response = await teams.post(invoke)
+        assert response.status == 200 and "not available to you here" in await response.text()
+        sent = teams.connector.sent()[since:]
+        assert [_card(c)["body"][0]["text"] for c in sent] == [
+            "That answer is not available to you here; please ask me again."
+        ]
+        assert "acme/vault" not in json.dumps([c.body for c in sent])
+    assert llm.requests == []  # nothing was asked again
+
+    # Alice, in her personal chat, gets the answer again (an invoke answers before replying).
+    invoke = teams.activity("", ALICE, "personal")
+    invoke |= {
+        "type": "invoke",
+        "name": "adaptiveCard/action",
+        "value": {"action": {"type": "Action.Execute", "verb": "retry", "data": retry}},
+    }
+    response = await teams.post(invoke)
+    assert response.status == 200 and "Asked again." in await response.text()
+    final = teams.connector.sent(invoke["conversation"]["id"])[-1]
+    assert "https://github.com/acme/vault/blob/" in _card_text(final)
+    audit = services.acl_store.audit_entries(limit=1)[0]
+    assert audit.user_id == ALICE and audit.place == "dm"
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -429,9 +509,9 @@ async def test_admin_grants_a_private_repo_to_a_channel(
     llm.script(Reply("The new key signs and the previous one only verifies [1]."))
     question = teams.activity(VAULT_Q, BOB, channel)
     await teams.post(question)
-    assert "acme/vault/vault/rotation.py" in _card_text(
-        teams.connector.messages(question["conversation"]["id"])[-1]
-    )
+    answer = _card(teams.connector.messages(question["conversation"]["id"])[-1])
+    facts = next(b for b in answer["body"] if b["type"] == "FactSet")["facts"]
+    assert "vault/rotation.py:" in facts[0]["value"] and " · acme/vault" in facts[0]["value"]
 
 
 async def test_non_admin_command_is_refused(teams: Teams, services: Services) -> None:

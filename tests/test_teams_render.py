@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.answer import Answer, Source
+from bot.answer import NOT_FOUND_TEXT, Answer, Source
+from bot.answer.asking import LLM_DOWN_TEXT
+from bot.answer.result import not_found_answer, source_list
 from bot.chat import CommandResult
 from bot.chat.feedback import VERDICTS
 from bot.teams.render import (
@@ -18,6 +21,7 @@ from bot.teams.render import (
     command_card,
     linked_text,
     parse_feedback,
+    parse_retry,
     progress_text,
 )
 from bot.teams.turns import looks_like_command
@@ -78,12 +82,17 @@ def test_answer_card_has_answer_sources_notices_and_feedback() -> None:
     assert facts == [
         {
             "title": "[1]",
-            "value": f"[acme/payments/payments/retry.py:10-14](https://github.com/acme/payments/"
-            f"blob/{COMMIT}/payments/retry.py#L10-L14) — RetryPolicy.backoff\\_delay",
+            "value": f"[payments/retry.py:10-14](https://github.com/acme/payments/"
+            f"blob/{COMMIT}/payments/retry.py#L10-L14) · RetryPolicy.backoff\\_delay"
+            " · acme/payments",
         }
     ]
-    actions = card["actions"]
-    assert all(a["type"] == "Action.Submit" for a in actions)
+    assert [a["type"] for a in card["actions"]] == [
+        "Action.Submit",
+        "Action.Submit",
+        "Action.ShowCard",
+    ]
+    actions = card["actions"][:2]
     assert {a["data"]["verdict"] for a in actions} == set(VERDICTS)
     assert all(
         a["data"] | {"verdict": "x"}
@@ -93,8 +102,9 @@ def test_answer_card_has_answer_sources_notices_and_feedback() -> None:
 
 
 def test_answer_without_sources_has_no_source_list() -> None:
-    card = answer_card(Answer("q", "Not found in the indexed code.", [], found=False), "q2")
+    card = answer_card(Answer("q", "It is set in the CI settings.", []), "q2")
     assert [b["type"] for b in card["body"]] == ["TextBlock"]
+    assert [a["type"] for a in card["actions"]] == ["Action.Submit", "Action.Submit"]
 
 
 def test_long_answer_is_shortened_with_a_note_and_keeps_every_source() -> None:
@@ -180,3 +190,155 @@ def test_commands_are_told_apart_from_questions() -> None:
         "",
     ):
         assert not looks_like_command(question), question
+
+
+# --- sources, the sources view, notices --------------------------------------------------
+
+# Adaptive Cards 1.5 (and Teams' CodeBlock): each element and action type a card may hold
+# and its required fields.
+REQUIRED = {
+    "AdaptiveCard": {"body"},
+    "TextBlock": {"text"},
+    "CodeBlock": {"codeSnippet"},
+    "FactSet": {"facts"},
+    "Container": {"items"},
+    "ActionSet": {"actions"},
+    "Action.Submit": {"title"},
+    "Action.OpenUrl": {"title", "url"},
+    "Action.ShowCard": {"title", "card"},
+    "Table": {"columns", "rows"},
+    "TableRow": {"cells"},
+    "TableCell": {"items"},
+}
+CONTAINER_STYLES = {"default", "emphasis", "good", "attention", "warning", "accent"}
+
+
+def _typed(node: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    if isinstance(node, dict):
+        if isinstance(node.get("type"), str):
+            found.append(node)
+        for value in node.values():
+            found += _typed(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _typed(value)
+    return found
+
+
+def _assert_valid(card: dict[str, Any], budget: int = CARD_BUDGET) -> None:
+    assert card["type"] == "AdaptiveCard" and card["version"] == "1.5"
+    for element in _typed({"body": card["body"], "actions": card.get("actions", [])}):
+        assert element["type"] in REQUIRED, element
+        assert REQUIRED[element["type"]] <= element.keys(), element
+        if element["type"] == "Container" and "style" in element:
+            assert element["style"] in CONTAINER_STYLES
+        if element["type"] == "Action.OpenUrl":
+            assert element["url"].startswith("https://github.com/acme/payments/blob/")
+        if element["type"] == "CodeBlock":
+            assert isinstance(element.get("startLineNumber", 1), int)
+    assert _size(card) <= budget
+
+
+def _long_source(n: int, lines: int, start: int = 100) -> Source:
+    chunk = Chunk(
+        repo="acme/payments",
+        visibility="private",
+        commit=COMMIT,
+        path=f"payments/mod{n}.py",
+        language="python",
+        kind="source",
+        symbol=f"mod{n}",
+        start_line=start,
+        end_line=start + lines - 1,
+        text="\n".join(f"line_{i} = {i}" for i in range(lines)),
+    )
+    return Source(n, chunk, 1.0)
+
+
+def _body_text(card: dict[str, Any]) -> str:
+    return json.dumps(card["body"])
+
+
+def _view(card: dict[str, Any]) -> list[dict[str, Any]]:
+    [view] = [a for a in card["actions"] if a["type"] == "Action.ShowCard"]
+    assert view["title"] == "Show sources"
+    return list(view["card"]["body"])
+
+
+def test_only_cited_sources_are_rows_and_every_source_is_in_the_sources_view() -> None:
+    sources = [_long_source(n, 30) for n in range(1, 7)]
+    card = answer_card(Answer("q", "It doubles [2] up to a cap [5].", sources), "q5")
+    _assert_valid(card)
+    body = _body_text(card)
+    assert "payments/mod2.py:100-129" in body and "payments/mod5.py:100-129" in body
+    assert all(f"payments/mod{n}.py" not in body for n in (1, 3, 4, 6))
+    facts = next(b for b in card["body"] if b["type"] == "FactSet")["facts"]
+    assert [f["title"] for f in facts] == ["[2]", "[5]"]
+    view = _view(card)
+    codes = [e for e in view if e["type"] == "CodeBlock"]
+    assert len(codes) == 6 and {c["startLineNumber"] for c in codes} == {100}
+    assert codes[0]["codeSnippet"].split("\n") == [f"line_{i} = {i}" for i in range(12)]
+    assert codes[0]["language"] == "Python"
+    more = [e["text"] for e in view if e["type"] == "TextBlock" and "more lines" in e["text"]]
+    assert more == ["… 18 more lines in the cited range"] * 6
+    opens = [a for e in view if e["type"] == "ActionSet" for a in e["actions"]]
+    assert [a["title"] for a in opens] == ["View on GitHub"] * 6
+    assert opens[0]["url"] == (
+        f"https://github.com/acme/payments/blob/{COMMIT}/payments/mod1.py#L100-L129"
+    )
+
+
+def test_a_card_over_budget_drops_the_code_of_the_sources_view_before_the_answer() -> None:
+    sources = [_long_source(n, 30) for n in range(1, 7)]
+    answer = Answer("q", "It doubles [1]. " * 300, sources)
+    full = answer_card(answer, "q6")
+    budget = _size(full) - 100
+    card = answer_card(answer, "q6", budget=budget)
+    _assert_valid(card, budget)
+    assert TRUNCATED_NOTE not in _body_text(card)
+    view = _view(card)
+    assert not [e for e in view if e["type"] == "CodeBlock"]
+    assert len([e for e in view if e["type"] == "ActionSet"]) == 6
+
+
+def test_not_found_card_is_a_warning_naming_the_searched_repos_without_feedback() -> None:
+    closest = [_source(1, path="payments/near.py"), _source(2, path="payments/far.py")]
+    answer = not_found_answer("where is the GPU autoscaler?", closest)
+    answer.searched = ["acme/payments", "acme/web"]
+    card = answer_card(answer, "q7")
+    _assert_valid(card)
+    warning = card["body"][0]
+    assert warning["type"] == "Container" and warning["style"] == "warning"
+    assert warning["items"][0]["text"].startswith(NOT_FOUND_TEXT)
+    body = _body_text(card)
+    assert body.count("payments/near.py:10-14") == 1 and body.count("payments/far.py:20-24") == 1
+    assert "Searched: acme/payments, acme/web" in body
+    assert [a["type"] for a in card["actions"]] == ["Action.ShowCard"]
+
+
+def test_not_found_without_places_has_no_actions() -> None:
+    card = answer_card(not_found_answer("q", []), "q8")
+    _assert_valid(card)
+    assert "actions" not in card and card["body"][0]["style"] == "warning"
+
+
+def test_model_down_card_is_a_warning_with_retry_and_its_places_once() -> None:
+    places = [_source(1, path="payments/near.py"), _source(2, path="payments/far.py")]
+    text = f"{LLM_DOWN_TEXT}\n{source_list(places)}"
+    answer = Answer("q", text, places, found=False, unavailable=True, lead=LLM_DOWN_TEXT)
+    card = answer_card(answer, "q9")
+    _assert_valid(card)
+    assert card["body"][0]["style"] == "warning"
+    assert card["body"][0]["items"][0]["text"].startswith("The language model is unavailable")
+    body = _body_text(card)
+    assert body.count("payments/near.py:10-14") == 1 and body.count("payments/far.py:20-24") == 1
+    retry, view = card["actions"]
+    assert retry["type"] == "Action.Submit" and retry["title"] == "Retry"
+    assert retry["data"] == {"action": "retry", "question_id": "q9"}
+    assert view["type"] == "Action.ShowCard"
+    assert parse_retry(retry["data"]) == "q9"
+    assert parse_retry({"action": {"type": "Action.Execute", "data": retry["data"]}}) == "q9"
+    for bad in (None, {"action": "retry"}, {"action": "retry", "question_id": 7}, {"x": 1}):
+        assert parse_retry(bad) is None
+    assert parse_feedback(retry["data"]) is None

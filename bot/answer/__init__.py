@@ -8,7 +8,12 @@ from indexer.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from bot.answer.asking import Asker, History, Question, registered_repos
-    from bot.answer.citations import UNCITED_NOTE, UNVERIFIED_NOTE, check_citations
+    from bot.answer.citations import (
+        UNCITED_NOTE,
+        UNVERIFIED_NOTE,
+        check_citations,
+        parse_citations,
+    )
     from bot.answer.lookup import NamePlace, check_name, look_up
     from bot.answer.model_card import GATE_MRR_GAIN, enabled_by_default, read_card, write_card
     from bot.answer.pipeline import AnswerPipeline, check_question
@@ -53,6 +58,7 @@ _HOME = {
     "load_reranker": "bot.answer.rerank",
     "look_up": "bot.answer.lookup",
     "pair_text": "bot.answer.rerank",
+    "parse_citations": "bot.answer.citations",
     "read_card": "bot.answer.model_card",
     "registered_repos": "bot.answer.asking",
     "seen_here": "bot.answer.records",
@@ -86,6 +92,7 @@ __all__ = [
     "load_reranker",
     "look_up",
     "pair_text",
+    "parse_citations",
     "read_card",
     "registered_repos",
     "seen_here",

@@ -274,20 +274,22 @@ class AgentLoop:
     def _nothing_cited(self, question: str, book: SourceBook, notes: list[str]) -> Answer:
         """An answer that cites nothing it read is not shown: "not found" and the places."""
         places = _places_read(book)
-        text = NOT_FOUND_TEXT
+        text, lead = NOT_FOUND_TEXT, ""
         if places:
-            text += "\nThe places I read:\n" + source_list(places)
+            lead = f"{NOT_FOUND_TEXT}\nThe places I read:"
+            text = f"{lead}\n{source_list(places)}"
         notes.append("The model's answer cited nothing it had read, so it is not shown.")
-        return Answer(question, text, places, found=False, used_llm=True, notes=notes)
+        return Answer(question, text, places, found=False, used_llm=True, notes=notes, lead=lead)
 
     def _interrupted(
         self, question: str, run: _Run, steps: list[AgentStep], exc: Exception
     ) -> Answer:
         log.warning("agent loop stopped after %d rounds: %s", run.rounds, exc)
         places = _places_read(run.book)
-        text = MODEL_STOPPED.format(rounds=run.rounds, why=str(exc).rstrip("."))
-        text += "\n" + source_list(places)
-        answer = Answer(question, text, places, found=False, used_llm=True)
+        lead = MODEL_STOPPED.format(rounds=run.rounds, why=str(exc).rstrip("."))
+        text = f"{lead}\n{source_list(places)}"
+        answer = Answer(question, text, places, found=False, used_llm=True, lead=lead)
+        answer.unavailable = True
         answer.notes.append(f"The language model failed mid-answer: {exc}")
         answer.steps = steps
         answer.rounds = run.rounds

@@ -206,7 +206,7 @@ class Asker:
         except Exception as exc:
             log.error("question %s: search store unavailable: %s", question.id, exc)
             self._upstream("search", exc)
-            return Answer(question.text, STORE_DOWN_TEXT, [], found=False), FAILED
+            return _unavailable(question, STORE_DOWN_TEXT), FAILED
         try:
             access = self.resolver.allowed_repos(question.principal, question.place, registered)
             if question.only is not None:
@@ -215,7 +215,7 @@ class Asker:
             # Fail closed: without a decision nothing is searched.
             log.error("question %s: access resolution failed: %s", question.id, exc)
             self._upstream("access", exc)
-            return Answer(question.text, ACCESS_DOWN_TEXT, [], found=False), FAILED
+            return _unavailable(question, ACCESS_DOWN_TEXT), FAILED
         access_seconds = time.perf_counter() - started
         carried = self._carried(question, access)
         answer, outcome = self._answer_within(question, access, on_token, on_step, carried)
@@ -274,7 +274,7 @@ class Asker:
         except StoreUnavailable as exc:
             log.error("question %s: search store unavailable: %s", question.id, exc)
             self._upstream("search", exc)
-            return Answer(question.text, STORE_DOWN_TEXT, [], found=False), FAILED
+            return _unavailable(question, STORE_DOWN_TEXT), FAILED
         except (InvalidInput, AccessDenied) as exc:  # the question itself: say why
             return Answer(question.text, str(exc), [], found=False), REFUSED
         except CodeaskError as exc:
@@ -285,6 +285,7 @@ class Asker:
         except Exception:
             log.exception("question %s: answering failed", question.id)
             return _unexpected(question), FAILED
+        answer.searched = sorted(access.repos)  # the place's set: never beyond its audience
         return answer, ANSWERED if answer.found else NOT_FOUND
 
     def _upstream(self, service: str, exc: Exception) -> None:
@@ -302,12 +303,17 @@ class Asker:
             hits = self.pipeline.retrieve(search_text, access.repos).hits
         except Exception:
             log.exception("question %s: retrieval after a model failure failed", question.id)
-            return Answer(question.text, LLM_DOWN_BARE_TEXT, [], found=False)
+            return _unavailable(question, LLM_DOWN_BARE_TEXT)
         sources = [Source(i, h.chunk, h.score) for i, h in enumerate(hits[:FALLBACK_SOURCES], 1)]
         if not sources:
-            return Answer(question.text, LLM_DOWN_BARE_TEXT, [], found=False)
+            return _unavailable(question, LLM_DOWN_BARE_TEXT)
         return Answer(
-            question.text, f"{LLM_DOWN_TEXT}\n{source_list(sources)}", sources, found=False
+            question.text,
+            f"{LLM_DOWN_TEXT}\n{source_list(sources)}",
+            sources,
+            found=False,
+            unavailable=True,
+            lead=LLM_DOWN_TEXT,
         )
 
     def _carried(self, question: Question, access: Access) -> tuple[Source, ...]:
@@ -364,4 +370,9 @@ class Asker:
 
 
 def _unexpected(question: Question) -> Answer:
-    return Answer(question.text, UNEXPECTED_TEXT.format(id=question.id), [], found=False)
+    return _unavailable(question, UNEXPECTED_TEXT.format(id=question.id))
+
+
+def _unavailable(question: Question, text: str) -> Answer:
+    """A failure worth asking again about later: nothing found, a part being down."""
+    return Answer(question.text, text, [], found=False, unavailable=True)

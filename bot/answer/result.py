@@ -75,6 +75,16 @@ class Answer:
     mode: str = "extractive"
     rounds: int = 0  # tool rounds of an agentic answer
     steps: list[Any] = field(default_factory=list)  # bot.answer.agent.AgentStep per tool call
+    # A part the answer needs failed (the language model, the search index, access
+    # control): what is shown is a fallback, and asking again later may do better.
+    unavailable: bool = False
+    # ``text`` without the ``source_list`` of its sources it ends with (the line that
+    # introduces the list included), for front ends that list the places themselves;
+    # empty when the text lists none.
+    lead: str = ""
+    # The repositories searched for it: the allowed set of the place it is shown in, so
+    # never one its audience may not read. Empty when nothing was searched.
+    searched: list[str] = field(default_factory=list)
 
 
 def source_list(sources: list[Source]) -> str:
@@ -90,12 +100,13 @@ def extractive_answer(question: str, sources: list[Source], shown: int = 3) -> A
     kept = sources[:shown]
     if not kept:
         return Answer(question, NOT_FOUND_TEXT, [], found=False)
-    return Answer(question, "The most relevant code I found:\n" + source_list(kept), kept)
+    lead = "The most relevant code I found:"
+    return Answer(question, f"{lead}\n{source_list(kept)}", kept, lead=lead)
 
 
 def not_found_answer(question: str, closest: list[Source]) -> Answer:
     """The honest answer to weak evidence: say so, and show where to look next."""
-    text = NOT_FOUND_TEXT
-    if closest:
-        text += "\nThe closest places to look:\n" + source_list(closest)
-    return Answer(question, text, closest, found=False)
+    if not closest:
+        return Answer(question, NOT_FOUND_TEXT, [], found=False)
+    lead = f"{NOT_FOUND_TEXT}\nThe closest places to look:"
+    return Answer(question, f"{lead}\n{source_list(closest)}", closest, found=False, lead=lead)

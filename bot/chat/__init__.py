@@ -1,5 +1,5 @@
 """Platform-free parts every chat adapter shares: admin commands, feedback, the link policy,
-request checks, replay claims and the HTTP plumbing."""
+request checks, replay claims, what an answer shows of its sources and the HTTP plumbing."""
 
 from __future__ import annotations
 
@@ -24,7 +24,13 @@ from bot.chat.links import (
     split_url,
     strip_controls,
 )
-from bot.chat.repositories import ADDED_CLI, ADDED_REGISTERED, AdminRepo, admin_repos
+from bot.chat.repositories import (
+    ADDED_CLI,
+    ADDED_REGISTERED,
+    AdminRepo,
+    admin_repos,
+    searched_repo,
+)
 from bot.chat.request_checks import (
     SLACK_MAX_AGE_SECONDS,
     BadRequest,
@@ -32,6 +38,17 @@ from bot.chat.request_checks import (
     parse_json_object,
     slack_body,
     verify_slack_signature,
+)
+from bot.chat.sources import (
+    SHOWN_LINES,
+    Excerpt,
+    cited_sources,
+    excerpt,
+    is_notice,
+    lead_text,
+    searched_repos,
+    source_row,
+    uncited_sources,
 )
 from bot.chat.web import SERVICES, Mount, bad_request, error_response, read_body
 
@@ -41,32 +58,42 @@ __all__ = [
     "APP_TEXT",
     "NO_LINKS",
     "SERVICES",
+    "SHOWN_LINES",
     "SLACK_MAX_AGE_SECONDS",
     "URL",
     "AdminRepo",
     "BadRequest",
     "CommandResult",
     "Commands",
+    "Excerpt",
     "Invoker",
     "LinkPolicy",
     "Mount",
     "admin_repos",
     "answer_links",
     "bad_request",
+    "cited_sources",
     "claim_delivery",
     "command_context",
     "commands_for",
     "decode_utf8",
     "defang",
     "error_response",
+    "excerpt",
     "forget_delivery",
     "inert",
     "is_admin",
+    "is_notice",
+    "lead_text",
     "parse_json_object",
     "read_body",
     "record_feedback",
+    "searched_repo",
+    "searched_repos",
     "slack_body",
+    "source_row",
     "split_url",
     "strip_controls",
+    "uncited_sources",
     "verify_slack_signature",
 ]

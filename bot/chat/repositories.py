@@ -9,7 +9,7 @@ the store, and shows the result only where admin output may go (privately, to an
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from indexer.jobs import REPO_READY, Repo, age_text
@@ -86,6 +86,29 @@ def admin_repos(registered: Iterable[Repo], indexed: Iterable[RepoState]) -> lis
         if state.repo not in repos:
             repos[state.repo] = _from_store(state)
     return [repos[name] for name in sorted(repos)]
+
+
+def searched_repo(state: RepoState | None, registered: Repo | None, name: str) -> AdminRepo:
+    """``name`` as questions search it: the commit the store holds and when it was written,
+    with the branch head the registry last saw (pushes and reconciles) when registered."""
+    if state is None:
+        return _from_registry(registered) if registered else _unknown(name)
+    repo = _from_store(state)
+    if registered is None:
+        return repo
+    return replace(
+        repo,
+        added=ADDED_REGISTERED,
+        status=registered.status,
+        branch=registered.tracked_branch,
+        head_commit=registered.head_commit,
+        commits_behind=registered.commits_behind,
+        last_error=registered.last_error,
+    )
+
+
+def _unknown(name: str) -> AdminRepo:
+    return AdminRepo(name, ADDED_CLI, REPO_READY, "private", "", "", None, 0)
 
 
 def _from_registry(repo: Repo) -> AdminRepo:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -46,12 +47,14 @@ from bot.chat import (
     verify_slack_signature,
 )
 from bot.services import Services
-from bot.slack.home import gather_home, home_view
+from bot.slack.home import dm_url, gather_home, home_view
 from bot.slack.render import (
     ACTION_HELPFUL,
     ACTION_PRIVATE,
+    ACTION_RETRY,
     ACTION_SOURCES,
     ACTION_WRONG,
+    OPEN_URL_PREFIX,
     SEARCHING_TEXT,
     SlackMessage,
     answer_messages,
@@ -159,6 +162,8 @@ class SlackBot:
         self.app.action(ACTION_WRONG)(self._on_feedback)
         self.app.action(ACTION_SOURCES)(self._on_sources)
         self.app.action(ACTION_PRIVATE)(self._on_private)
+        self.app.action(ACTION_RETRY)(self._on_retry)
+        self.app.action(re.compile(f"^{OPEN_URL_PREFIX}"))(self._on_link_button)
 
     async def handle(self, request: web.Request) -> web.Response:
         """``POST /slack/events``: events, slash commands and interactions.
@@ -340,6 +345,10 @@ class SlackBot:
         # Conservative: an ephemeral reply in a channel follows the channel's policy too.
         place = Place("dm") if channel.startswith("D") else Place("channel", channel)
         question = Question(Principal("slack", f"{team}:{user}"), place, text)
+        await self._answer_ephemeral(respond, question)
+
+    async def _answer_ephemeral(self, respond: Any, question: Question) -> None:
+        """The answer as ephemeral replies, the first one replacing the message before it."""
         try:
             answer = await self.asker.ask(question)
             messages = answer_messages(answer, question.id, self.services.acl.github_web_url)
@@ -417,6 +426,38 @@ class SlackBot:
         question = Question(_clicker(body), Place("dm"), answered.question)
         await self.answer(question, body["user"]["id"], None)
 
+    async def _on_retry(
+        self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any, context: Any
+    ) -> None:
+        """Ask the same question again for the clicker, where they clicked, with the access
+        they have there now: a click on someone else's DM answer asks nothing. In a thread,
+        the turns before the answer are its history again (the Asker re-checks the places
+        of earlier answers against the clicker)."""
+        await ack()
+        answered = await self._authorized(body, action)
+        if answered is None:
+            await self._ephemeral(body, NOT_HERE_TEXT)
+            return
+        place = _click_place(body)
+        if (body.get("container") or {}).get("is_ephemeral"):  # a `/codeask ask` answer
+            await self._answer_ephemeral(
+                respond, Question(_clicker(body), place, answered.question)
+            )
+            return
+        channel, thread = body["channel"]["id"], _click_thread(body)
+        history: History = ()
+        earlier: tuple[str, ...] = ()
+        answer_ts = (body.get("message") or {}).get("ts")
+        if thread and answer_ts:
+            history, earlier = await thread_turns(self.client, channel, thread, answer_ts, context)
+        question = Question(_clicker(body), place, answered.question, history, earlier=earlier)
+        await self.answer(question, channel, thread)
+
+    async def _on_link_button(self, ack: Any) -> None:
+        """A button that opens a URL ("View on GitHub", "Link GitHub"): Slack opened it;
+        the click needs only an acknowledgement."""
+        await ack()
+
     async def _authorized(
         self, body: dict[str, Any], action: dict[str, Any]
     ) -> AnsweredQuestion | None:
@@ -464,7 +505,9 @@ class SlackBot:
 
     # --- App Home ---------------------------------------------------------------------
 
-    async def _on_home(self, event: dict[str, Any], context: Any, client: AsyncWebClient) -> None:
+    async def _on_home(
+        self, event: dict[str, Any], context: Any, client: AsyncWebClient, body: dict[str, Any]
+    ) -> None:
         if event.get("tab", "home") != "home":
             return
         user = event["user"]
@@ -475,6 +518,7 @@ class SlackBot:
         principal = Principal("slack", invoker.user_id)
         try:
             data = await asyncio.to_thread(gather_home, self.services, self.asker, principal, admin)
+            data.dm_url = dm_url(context.team_id or "", str(body.get("api_app_id") or ""))
             view = home_view(data)
         except Exception:
             log.exception("App Home for %s failed", invoker.qualified_id)
@@ -501,6 +545,15 @@ def _click_place(body: dict[str, Any]) -> Place:
     """Where the click happened: the channel of the payload (a DM's id starts with D)."""
     channel = str((body.get("channel") or {}).get("id") or "")
     return Place("dm") if channel.startswith("D") else Place("channel", channel)
+
+
+def _click_thread(body: dict[str, Any]) -> str | None:
+    """The thread of the clicked message; a channel answer always sits in one."""
+    message = body.get("message") or {}
+    thread = message.get("thread_ts")
+    if thread or _click_place(body).kind == "dm":
+        return str(thread) if thread else None
+    return str(message.get("ts") or (body.get("container") or {}).get("message_ts") or "") or None
 
 
 def _action_team(body: dict[str, Any]) -> str:

@@ -1,5 +1,10 @@
 """The App Home tab: your GitHub link, what you can ask about and how fresh it is.
 
+Two buttons open what the app builds: "Ask in DM" (Slack's deep link to the app's
+Messages tab) and, until the account is linked, "Link GitHub" (the one-time sign-in URL
+of ``/codeask link``). Each repository shows its indexed commit, when it was indexed and,
+for a registered one, whether it is behind the head last pushed to its branch.
+
 Admins also see the index status of every repository, registered or indexed from the
 command line, and recent failures.
 ``gather_home`` reads the databases and GitHub (blocking); ``home_view`` is pure.
@@ -7,19 +12,25 @@ command line, and recent failures.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from acl import Place, Principal
 from bot.answer import Asker
-from bot.chat import admin_repos
+from bot.chat import Invoker, admin_repos, command_context, searched_repo
 from bot.services import Services
-from bot.slack.render import escape
+from bot.slack.render import OPEN_URL_PREFIX, escape
 from indexer.jobs import REPO_ERROR, age_text
 from indexer.jobs import queue as jobs
 
+log = logging.getLogger(__name__)
+
 MAX_REPO_LINES = 40  # a Home view holds 100 blocks; long lists are summarised
+SHORT_SHA = 7
+ACTION_LINK_GITHUB = f"{OPEN_URL_PREFIX}_link_github"
+ACTION_OPEN_DM = f"{OPEN_URL_PREFIX}_dm"
 
 
 @dataclass(frozen=True)
@@ -28,7 +39,9 @@ class RepoFreshness:
     visibility: str
     commit: str  # indexed commit, abbreviated
     indexed: str  # "3 min ago"
-    behind: str = ""  # "2 commits behind" when the branch moved on
+    behind: str = ""  # "2 commits behind (head …)" when the branch moved on
+    branch: str = ""  # the tracked branch, when registered
+    up_to_date: bool = False  # indexed at the head last pushed (known for registered ones)
 
 
 @dataclass
@@ -40,6 +53,16 @@ class HomeData:
     index_status: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     queued_jobs: int = 0
+    link_url: str = ""  # the one-time GitHub sign-in of `link`, when not linked yet
+    dm_url: str = ""  # opens the app's Messages tab
+
+
+def dm_url(team_id: str, app_id: str) -> str:
+    """Slack's deep link to a DM with the app (its Messages tab), or "" without an app id."""
+    if not app_id:
+        return ""
+    query = {"app": app_id, **({"team": team_id} if team_id else {})}
+    return f"https://slack.com/app_redirect?{urlencode(query)}"
 
 
 def gather_home(services: Services, asker: Asker, principal: Principal, admin: bool) -> HomeData:
@@ -50,26 +73,21 @@ def gather_home(services: Services, asker: Asker, principal: Principal, admin: b
     registered = {r.full_name: r for r in services.registry.all()}
     repos = []
     for name in sorted(access.repos):
-        state = states.get(name)
-        row = registered.get(name)
-        indexed = (
-            age_text(datetime.fromtimestamp(state.indexed_at, UTC))
-            if state and state.indexed_at
-            else "never"
-        )
-        behind = ""
-        if row is not None and row.head_commit and row.head_commit != row.last_indexed_commit:
-            behind = f"{row.commits_behind} commits behind" if row.commits_behind else "behind"
+        r = searched_repo(states.get(name), registered.get(name), name)
         repos.append(
             RepoFreshness(
                 name,
-                state.visibility if state else (row.visibility if row else "?"),
-                (state.commit if state else "")[:12],
-                indexed,
-                behind,
+                r.visibility,
+                r.commit[:SHORT_SHA],
+                age_text(r.indexed_at),
+                r.behind,
+                r.branch,
+                bool(r.head_commit) and r.head_commit == r.commit,
             )
         )
     data = HomeData(link.github_login if link else None, repos, access.reason, admin)
+    if link is None:
+        data.link_url = _link_url(services, principal)
     if admin:  # only an admin's own Home tab lists what is indexed beyond their access
         for r in admin_repos(registered.values(), states.values()):
             data.index_status.append(
@@ -80,6 +98,18 @@ def gather_home(services: Services, asker: Asker, principal: Principal, admin: b
                 data.failures.append(f"{r.name}: {r.last_error or r.status}")
         data.queued_jobs = len(jobs.pending(services.registry.engine))
     return data
+
+
+def _link_url(services: Services, principal: Principal) -> str:
+    """The sign-in URL `link` gives (one-time, bound to this user); "" when linking is off."""
+    start = command_context(services).link_url
+    if start is None:
+        return ""
+    try:
+        return start(Invoker(principal.platform, principal.user_id))
+    except Exception:
+        log.exception("App Home: could not start a GitHub link")
+        return ""
 
 
 def _section(text: str) -> dict[str, Any]:
@@ -98,18 +128,56 @@ def _lines(items: list[str], empty: str) -> list[dict[str, Any]]:
     return blocks
 
 
+def _url_button(text: str, action_id: str, url: str, style: str = "") -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "text": {"type": "plain_text", "text": text, "emoji": True},
+        "action_id": action_id,
+        "url": url,
+    }
+    if style:
+        button["style"] = style
+    return button
+
+
+def _repo_line(r: RepoFreshness) -> str:
+    where = f"`{r.commit}`" if r.commit else "not indexed yet"
+    branch = f" on `{escape(r.branch)}`" if r.branch else ""
+    line = f"• *{escape(r.repo)}* ({escape(r.visibility)}) {where}{branch}, indexed {r.indexed}"
+    if r.behind:
+        return f"{line}, :warning: {escape(r.behind)}"
+    return f"{line}, up to date" if r.up_to_date else line
+
+
 def home_view(data: HomeData) -> dict[str, Any]:
     """The ``views.publish`` view for one user."""
     blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": "codeask"}},
         _section(
             "Ask about code: mention me in a channel, message me here, or use "
-            "`/codeask ask <question>`. `/codeask help` lists every command."
+            f"`/codeask ask {escape('<question>')}`. `/codeask help` lists every command."
         ),
-        {"type": "divider"},
     ]
+    buttons = []
+    if data.dm_url:
+        buttons.append(_url_button(":speech_balloon: Ask in DM", ACTION_OPEN_DM, data.dm_url))
+    if not data.github_login and data.link_url:
+        buttons.append(
+            _url_button(":link: Link GitHub", ACTION_LINK_GITHUB, data.link_url, "primary")
+        )
+    if buttons:
+        blocks.append({"type": "actions", "block_id": "codeask_home", "elements": buttons})
+    blocks.append({"type": "divider"})
     if data.github_login:
         blocks.append(_section(f"*GitHub account:* linked to `@{escape(data.github_login)}`"))
+    elif data.link_url:
+        blocks.append(
+            _section(
+                "*GitHub account:* not linked, so only public repositories are searched. "
+                "*Link GitHub* opens the sign-in page (the link works once); send the code it "
+                "shows as `/codeask link confirm CODE` to include the private ones you can read."
+            )
+        )
     else:
         blocks.append(
             _section(
@@ -118,11 +186,7 @@ def home_view(data: HomeData) -> dict[str, Any]:
             )
         )
     blocks.append(_section(f"*Repositories you can ask about ({len(data.repos)})*"))
-    repo_lines = [
-        f"• *{escape(r.repo)}* ({r.visibility}) `{r.commit or '-'}` indexed {r.indexed}"
-        + (f", {r.behind}" if r.behind else "")
-        for r in data.repos
-    ]
+    repo_lines = [_repo_line(r) for r in data.repos]
     blocks += _lines(repo_lines, "No repository is indexed for you yet.")
     if data.access_note:
         blocks.append(

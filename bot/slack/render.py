@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.answer import Answer, Source
-from bot.chat import NO_LINKS, answer_links
+from bot.chat import (
+    NO_LINKS,
+    LinkPolicy,
+    answer_links,
+    cited_sources,
+    excerpt,
+    is_notice,
+    lead_text,
+    searched_repos,
+    source_row,
+)
 from bot.slack.mrkdwn import (
     MAX_SECTION_CHARS,
     _lines_within,
@@ -32,12 +42,17 @@ Block = dict[str, Any]
 MAX_BLOCKS = 50
 MAX_CONTEXT_ELEMENTS = 10
 MAX_FALLBACK_CHARS = 3000
-SNIPPET_LINES = 15
+MAX_SOURCE_ROWS = 10  # under an answer; the sources view shows them all
 
 ACTION_HELPFUL = "codeask_feedback_helpful"
 ACTION_WRONG = "codeask_feedback_wrong"
 ACTION_SOURCES = "codeask_show_sources"
 ACTION_PRIVATE = "codeask_answer_privately"
+ACTION_RETRY = "codeask_retry"
+# Buttons that open a URL ("View on GitHub", the App Home's): Slack still sends each
+# click, which is only acknowledged.
+OPEN_URL_PREFIX = "codeask_open"
+ACTION_OPEN_SOURCE = f"{OPEN_URL_PREFIX}_source"
 
 SEARCHING_TEXT = "Searching the code…"
 WRITING_TEXT = "Writing the answer…"
@@ -76,20 +91,27 @@ def _button(text: str, action_id: str, value: str, style: str | None = None) -> 
 
 
 def source_line(source: Source, web_base: str) -> str:
-    """``[n] repo path:start-end · symbol`` with the location linked to the pinned lines."""
-    c = source.chunk
-    where = link(source.link(web_base), f"{c.repo} {c.path}:{c.start_line}-{c.end_line}")
-    symbol = f" · `{escape(c.symbol)}`" if c.symbol else ""
-    return f"*[{source.number}]* {where}{symbol}"
+    """``[n] path:start-end · symbol · repo`` with the location linked to the pinned lines."""
+    where, symbol, repo = source_row(source)
+    linked = link(source.link(web_base), where)
+    shown_symbol = f" · `{escape(symbol)}`" if symbol else ""
+    return f"*[{source.number}]* {linked}{shown_symbol} · {escape(repo)}"
 
 
-def sources_block(sources: Sequence[Source], web_base: str) -> Block:
-    """The compact sources list: one context element per source (Slack allows ten)."""
-    lines = [source_line(s, web_base) for s in sources]
-    if len(lines) > MAX_CONTEXT_ELEMENTS:
-        rest = len(lines) - (MAX_CONTEXT_ELEMENTS - 1)
-        lines = [*lines[: MAX_CONTEXT_ELEMENTS - 1], f"…and {rest} more"]
-    return _context(lines)
+def source_rows(sources: Sequence[Source], web_base: str) -> list[Block]:
+    """One source per row, in section text (full size, so every location is easy to tap)."""
+    rows = [source_line(s, web_base) for s in sources[:MAX_SOURCE_ROWS]]
+    if len(sources) > MAX_SOURCE_ROWS:
+        rows.append(f"…and {len(sources) - MAX_SOURCE_ROWS} more under *Show sources*")
+    # verbatim: a path is indexed text, and Slack would link a "www.x.com" in it.
+    return [_section(piece, verbatim=True) for piece in split_mrkdwn("\n".join(rows))]
+
+
+def searched_line(answer: Answer) -> str:
+    """``Searched: `a/b`, `c/d` and 3 more``: only the repositories of the answer's place."""
+    names, more = searched_repos(answer.searched)
+    shown = ", ".join(f"`{escape(n)}`" for n in names)
+    return f"Searched: {shown}" + (f" and {more} more" if more else "")
 
 
 @dataclass(frozen=True)
@@ -101,13 +123,20 @@ class SlackMessage:
 
 
 def answer_messages(answer: Answer, question_id: str, web_base: str) -> list[SlackMessage]:
-    """The final answer: text sections, notes, the withheld offer, sources and buttons.
+    """The final answer: text sections, notes, the withheld offer, the cited sources one
+    per row and buttons ("Show sources" holds the uncited ones).
 
-    Usually one message; an answer too long for 50 blocks continues in further messages,
+    A notice (nothing found, or a part such as the language model down) starts with a
+    warning, lists its places once, names the repositories searched (the answer's, so
+    only what the place's audience may read) and has no feedback buttons; one from a
+    part being down offers Retry. Usually one message; an answer too long for 50 blocks continues in further messages,
     and the sources and buttons always close the last one.
     """
+    notice = is_notice(answer)  # nothing found, or a part down: no rating, the places once
     citations = {s.number: s.link(web_base) for s in answer.sources}
-    body = markdown_to_mrkdwn(answer.text, citations, answer_links(answer.sources, web_base))
+    body = markdown_to_mrkdwn(lead_text(answer), citations, answer_links(answer.sources, web_base))
+    if notice:
+        body = f":warning: {body}"
     sections = [_section(piece, verbatim=True) for piece in split_mrkdwn(body)]
     tail: list[Block] = []
     if answer.notes:
@@ -124,16 +153,23 @@ def answer_messages(answer: Answer, question_id: str, web_base: str) -> list[Sla
             }
         )
     if answer.sources:
-        tail.append(sources_block(answer.sources, web_base))
+        tail += source_rows(cited_sources(answer), web_base)
+    if notice and answer.searched and not answer.unavailable:
+        tail.append(_context([searched_line(answer)]))
     elements = [
         _button(":thumbsup: Helpful", ACTION_HELPFUL, question_id),
         _button(":thumbsdown: Wrong", ACTION_WRONG, question_id),
     ]
+    if notice:
+        elements = [_button(":repeat: Retry", ACTION_RETRY, question_id, "primary")]
+        elements = elements if answer.unavailable else []
     if answer.sources:
         elements.append(_button("Show sources", ACTION_SOURCES, question_id))
-    tail.append(
-        {"type": "actions", "block_id": f"codeask_answer:{question_id}", "elements": elements}
-    )
+    answer_id = f"codeask_answer:{question_id}"  # what a follow-up finds the answer by
+    if elements:
+        tail.append({"type": "actions", "block_id": answer_id, "elements": elements})
+    else:
+        sections[0]["block_id"] = answer_id
 
     messages: list[list[Block]] = []
     current: list[Block] = []
@@ -196,21 +232,40 @@ def _step(text: str) -> str:
 
 
 def source_details(sources: Sequence[Source], web_base: str) -> SlackMessage:
-    """ "Show sources": each source's location, link and first lines of code."""
+    """ "Show sources": each source's row, its cited lines with their numbers and a
+    "View on GitHub" button to the commit-pinned lines."""
     blocks: list[Block] = []
+    links = answer_links(sources, web_base)
     for s in sources:
-        lines = s.chunk.text.split("\n")
-        snippet = escape("\n".join(lines[:SNIPPET_LINES]))
-        if len(lines) > SNIPPET_LINES:
-            snippet += f"\n… {len(lines) - SNIPPET_LINES} more lines"
-        code = f"```\n{snippet[: MAX_SECTION_CHARS - 10]}\n```"
-        blocks.append(_section(source_line(s, web_base)))
-        blocks.append(_section(code))
-        if len(blocks) >= MAX_BLOCKS - 1:
+        if len(blocks) + 2 > MAX_BLOCKS:
             break
+        row = _section(source_line(s, web_base), verbatim=True)
+        url = s.link(web_base)
+        if url.startswith(("http://", "https://")):
+            row["accessory"] = {
+                "type": "button",
+                "text": {"type": "plain_text", "text": "View on GitHub", "emoji": True},
+                "action_id": f"{ACTION_OPEN_SOURCE}:{s.number}",
+                "url": url,
+            }
+        blocks += [row, _section(_excerpt_code(s, links), verbatim=True)]
     if not blocks:
         blocks.append(_section("This answer has no sources."))
     return SlackMessage(f"Sources ({len(sources)})", blocks)
+
+
+def _excerpt_code(source: Source, links: LinkPolicy) -> str:
+    shown = excerpt(source, links)
+    kept: list[str] = []
+    room = MAX_SECTION_CHARS - 80  # the fence and the count of lines not shown
+    for line in escape(shown.numbered()).split("\n"):  # whole lines: never half an escape
+        room -= len(line) + 1
+        if room < 0:
+            break
+        kept.append(line)
+    more = shown.more + len(shown.lines) - len(kept)
+    tail = f"\n… {more} more lines in the cited range" if more else ""
+    return "```\n" + "\n".join(kept) + tail + "\n```"
 
 
 def text_message(text: str, *, code: bool = False) -> SlackMessage:

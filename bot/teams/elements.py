@@ -66,6 +66,11 @@ _LANGUAGES = {
 _HEADING_SIZES = {1: "Large", 2: "Medium"}
 
 
+def code_language(name: str) -> str:
+    """Teams' CodeBlock language for a fence's or a chunk's language name."""
+    return _LANGUAGES.get(name.lower(), "PlainText")
+
+
 def escape(text: str) -> str:
     """``text`` with the characters TextBlock Markdown gives a meaning to escaped."""
     return re.sub(r"([\\\[\]*_`~])", r"\\\1", text)
@@ -117,7 +122,7 @@ class CardMarkdown:
                 block["size"] = size
             return [block]
         if node.kind == "code":
-            language = _LANGUAGES.get(node.info.split(" ")[0].lower(), "PlainText")
+            language = code_language(node.info.split(" ")[0])
             snippet = defang(node.text, self.links)
             return [{"type": "CodeBlock", "codeSnippet": snippet, "language": language}]
         if node.kind == "list":

@@ -12,6 +12,7 @@ every other URL inert. No image or hero element is built from an answer.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -25,12 +26,16 @@ from bot.chat import (
     CommandResult,
     LinkPolicy,
     answer_links,
+    cited_sources,
     defang,
     inert,
+    is_notice,
+    lead_text,
     split_url,
 )
 from bot.chat.markdown import WRITTEN, WRITTEN_FORMS, citation_numbers
 from bot.teams.elements import CardMarkdown, Element, escape, text_block
+from bot.teams.sources import safe_url, searched_text, source_fact, source_url, sources_view
 
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
@@ -40,6 +45,7 @@ CARD_BUDGET = 24_000
 TRUNCATED_NOTE = "… (answer shortened to fit Teams; more in the sources below)"
 TRUNCATED_LIST = "… (list shortened to fit Teams)"
 FEEDBACK_ACTION = "feedback"
+RETRY_ACTION = "retry"
 # Button titles per verdict of bot.chat.feedback.VERDICTS.
 VERDICT_TITLES = {"helpful": "Helpful", "wrong": "Wrong or unhelpful"}
 
@@ -99,14 +105,14 @@ def _written_links(
 
 def _citation(number: int, by_number: dict[int, Source], web_base: str) -> str:
     source = by_number.get(number)
-    return f"[{number}]" if source is None else f"[[{number}]]({_url(source, web_base)})"
+    return f"[{number}]" if source is None else f"[[{number}]]({source_url(source, web_base)})"
 
 
 def _written_link(
     url: str, label: str, by_number: dict[int, Source], links: LinkPolicy, web_base: str
 ) -> str:
     if links.permits(url) and url.startswith(("http://", "https://")):
-        return f"[{escape(defang(label, links)) or escape(url)}]({_safe_url(url)})"
+        return f"[{escape(defang(label, links)) or escape(url)}]({safe_url(url)})"
     shown = escape(inert(url))
     if not label.strip():
         return shown
@@ -135,30 +141,49 @@ def answer_card(
     web_base: str = GITHUB_WEB,
     budget: int = CARD_BUDGET,
 ) -> Card:
-    """The answer with linked citations, its sources, any notices and feedback buttons."""
-    notices = [*(notices or []), *answer.notes]
+    """The answer with linked citations, its cited sources one per row, any notices, the
+    feedback buttons and "Show sources" (every source: its cited lines, numbered, and a
+    "View on GitHub" button).
+
+    A notice (nothing found, or a part such as the language model down) sits in a warning
+    container, lists its places once, names the repositories searched (the answer's, so
+    only what the place's audience may read) and has no feedback buttons; one from a part
+    being down offers Retry. Over ``budget``, the sources view drops its code first, then
+    the text is shortened, then trailing sources are dropped.
+    """
+    shape = _Shape(
+        question_id,
+        [*(notices or []), *answer.notes],
+        frozenset(s.number for s in cited_sources(answer)),
+        is_notice(answer),
+        answer.unavailable,
+        tuple(answer.searched),
+        web_base,
+    )
     sources = list(answer.sources)
-    text = answer.text
-    card = _answer_card(text, sources, notices, question_id, web_base, truncated=False)
-    if _size(card) <= budget:
-        return card
+    text = lead_text(answer)
+    for code in (True, False):
+        card = _answer_card(shape, text, sources, truncated=False, code=code)
+        if _size(card) <= budget:
+            return card
     # Shorten the answer at a line or word boundary: binary search on the kept length.
     low, high = 0, len(text)
     while low < high:
         mid = (low + high + 1) // 2
-        trial = _answer_card(_cut(text, mid), sources, notices, question_id, web_base, True)
+        trial = _answer_card(shape, _cut(text, mid), sources, truncated=True, code=False)
         if _size(trial) <= budget:
             low = mid
         else:
             high = mid - 1
     if low > 0:
-        return _answer_card(_cut(text, low), sources, notices, question_id, web_base, True)
+        return _answer_card(shape, _cut(text, low), sources, truncated=True, code=False)
     while sources:  # the sources alone overflow (absurdly long paths): keep the first ones
         sources.pop()
-        card = _answer_card("", sources, notices, question_id, web_base, truncated=True)
+        card = _answer_card(shape, "", sources, truncated=True, code=False)
         if _size(card) <= budget:
             return card
-    return _answer_card("", [], [], question_id, web_base, truncated=True)
+    bare = dataclasses.replace(shape, notices=[])
+    return _answer_card(bare, "", [], truncated=True, code=False)
 
 
 STEPS_SHOWN = 4  # the latest tool steps an agentic answer's progress lists
@@ -214,15 +239,30 @@ def text_card(text: str, *, attention: bool = False) -> Card:
     return _card([_text(_APP_TEXT.inline_markdown(text), color=color)])
 
 
-def parse_feedback(value: object) -> Feedback | None:
-    """The feedback in an ``Action.Submit`` / ``Action.Execute`` payload, or None."""
+def _action_data(value: object, name: str) -> dict[str, Any] | None:
+    """The data of an ``Action.Submit`` / ``Action.Execute`` payload for action ``name``."""
     if not isinstance(value, dict):
         return None
     data: object = value
     action = value.get("action")
     if isinstance(action, dict):  # an adaptiveCard/action invoke: {"action": {"data": …}}
         data = action.get("data")
-    if not isinstance(data, dict) or data.get("action") != FEEDBACK_ACTION:
+    if not isinstance(data, dict) or data.get("action") != name:
+        return None
+    return data
+
+
+def parse_retry(value: object) -> str | None:
+    """The question id a Retry button sends back, or None."""
+    data = _action_data(value, RETRY_ACTION)
+    question_id = data.get("question_id") if data else None
+    return question_id if isinstance(question_id, str) and question_id else None
+
+
+def parse_feedback(value: object) -> Feedback | None:
+    """The feedback in an ``Action.Submit`` / ``Action.Execute`` payload, or None."""
+    data = _action_data(value, FEEDBACK_ACTION)
+    if data is None:
         return None
     question_id, verdict = data.get("question_id"), data.get("verdict")
     if not isinstance(question_id, str) or not question_id or verdict not in VERDICT_TITLES:
@@ -238,58 +278,69 @@ def attachment(card: Card) -> dict[str, Any]:
 # --- building blocks ---------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """What stays the same while a card is fitted to its budget."""
+
+    question_id: str
+    notices: list[str]
+    cited: frozenset[int]  # numbers of the sources shown as rows
+    notice: bool
+    unavailable: bool
+    searched: tuple[str, ...]
+    web_base: str
+
+
 def _answer_card(
-    text: str,
-    sources: list[Source],
-    notices: list[str],
-    question_id: str,
-    web_base: str,
-    truncated: bool,
+    shape: _Shape, text: str, sources: list[Source], *, truncated: bool, code: bool
 ) -> Card:
+    web_base = shape.web_base
     body: list[dict[str, Any]] = []
     if text:
         by_number = {s.number: s for s in sources}
         links = answer_links(sources, web_base)
-        body += _card_markdown(by_number, links, web_base).elements(text)
+        elements = _card_markdown(by_number, links, web_base).elements(text)
+        if shape.notice:  # a warning, not an answer
+            elements = [{"type": "Container", "style": "warning", "items": elements}]
+        body += elements
     if truncated:
         body.append(_text(TRUNCATED_NOTE, subtle=True))
-    for notice in notices:
+    for notice in shape.notices:
         body.append(_text(notice, subtle=True))
-    if sources:
-        body.append(_text("Sources", weight="Bolder", spacing="Medium"))
-        body.append(
+    rows = [s for s in sources if s.number in shape.cited]
+    if rows:
+        if not shape.notice:  # a notice's text introduces its places itself
+            body.append(_text("Sources", weight="Bolder", spacing="Medium"))
+        facts = [{"title": f"[{s.number}]", "value": source_fact(s, web_base)} for s in rows]
+        body.append({"type": "FactSet", "facts": facts})
+    if shape.notice and shape.searched and not shape.unavailable:
+        body.append(_text(searched_text(shape.searched), subtle=True))
+    actions: list[dict[str, Any]] = []
+    if shape.unavailable:
+        actions.append(
             {
-                "type": "FactSet",
-                "facts": [
-                    {"title": f"[{s.number}]", "value": _source_value(s, web_base)} for s in sources
-                ],
+                "type": "Action.Submit",
+                "title": "Retry",
+                "style": "positive",
+                "data": {"action": RETRY_ACTION, "question_id": shape.question_id},
             }
         )
-    actions = [
-        {
-            "type": "Action.Submit",
-            "title": title,
-            "data": {"action": FEEDBACK_ACTION, "question_id": question_id, "verdict": verdict},
-        }
-        for verdict, title in VERDICT_TITLES.items()
-    ]
+    elif not shape.notice:
+        actions += [
+            {
+                "type": "Action.Submit",
+                "title": title,
+                "data": {
+                    "action": FEEDBACK_ACTION,
+                    "question_id": shape.question_id,
+                    "verdict": verdict,
+                },
+            }
+            for verdict, title in VERDICT_TITLES.items()
+        ]
+    if sources:
+        actions.append(sources_view(sources, web_base, code=code))
     return _card(body, actions)
-
-
-def _source_value(source: Source, web_base: str) -> str:
-    c = source.chunk
-    label = f"{c.repo}/{c.path}:{c.start_line}-{c.end_line}"
-    symbol = f" — {c.symbol}" if c.symbol else ""
-    return f"[{escape(label)}]({_url(source, web_base)}){escape(symbol)}"
-
-
-def _url(source: Source, web_base: str) -> str:
-    return _safe_url(source.link(web_base))
-
-
-def _safe_url(url: str) -> str:
-    # Spaces and parentheses would end a Markdown link early.
-    return url.replace(" ", "%20").replace("(", "%28").replace(")", "%29")
 
 
 def _cut(text: str, limit: int) -> str:

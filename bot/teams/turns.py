@@ -36,6 +36,7 @@ from bot.teams.render import (
     command_card,
     help_card,
     parse_feedback,
+    parse_retry,
     progress_text,
     text_card,
 )
@@ -56,6 +57,8 @@ EMPTY = "Ask me a question about the code, or send **help**."
 NO_IDENTITY = "I could not tell who you are (no Azure AD id on the message), so I did not answer."
 OTHER_TENANT = "This codeask bot serves another organization."
 THANKS = "Thanks for the feedback."
+NOT_HERE = "That answer is not available to you here; please ask me again."
+ASKED_AGAIN = "Asked again."
 SENT_PRIVATELY = "I sent you the result in our personal chat."
 NOT_SENT_PRIVATELY = (
     "The result of that command is private and I could not reach you in a personal chat. "
@@ -143,8 +146,13 @@ class CodeaskTeamsHandler(ActivityHandler):
             if await self._store_feedback(activity, feedback):
                 await self._reply(turn_context, text_card(THANKS))
             return
+        retry = parse_retry(activity.value)
+        if retry is not None:
+            if not await self._retry(turn_context, retry):
+                await self._reply(turn_context, text_card(NOT_HERE, attention=True))
+            return
         if activity.value is not None and not activity.text:
-            log.info("Teams: ignoring a card submission that is not feedback")
+            log.info("Teams: ignoring a card submission that is not feedback or a retry")
             return
         refusal = self._refusal(activity)
         if refusal:
@@ -169,6 +177,13 @@ class CodeaskTeamsHandler(ActivityHandler):
         activity = turn_context.activity
         if activity.name != "adaptiveCard/action":
             return await super().on_invoke_activity(turn_context)
+        retry = parse_retry(activity.value)
+        if retry is not None and not self._refusal(activity):
+            # Teams waits for the invoke's response: the new answer is sent before it.
+            asked = await self._retry(turn_context, retry)
+            return InvokeResponse(
+                status=200, body=_invoke_message(ASKED_AGAIN if asked else NOT_HERE)
+            )
         feedback = parse_feedback(activity.value)
         if feedback is None or self._refusal(activity):
             return InvokeResponse(
@@ -180,6 +195,19 @@ class CodeaskTeamsHandler(ActivityHandler):
         )
 
     # --- questions ----------------------------------------------------------------------
+
+    async def _retry(self, turn_context: TurnContext, question_id: str) -> bool:
+        """Ask an answer's question again, for the clicker where they clicked and with the
+        access they have there now; False (nothing asked) when they may not act on it."""
+        activity = turn_context.activity
+        if self._refusal(activity):
+            return False
+        answered = await asyncio.to_thread(self.asker.answered, question_id)
+        clicker = Principal(PLATFORM, _aad_id(activity))
+        if answered is None or not seen_here(answered, clicker, place_of(activity)):
+            return False
+        await self._question(turn_context, answered.question)
+        return True
 
     async def _question(self, turn_context: TurnContext, text: str) -> None:
         from bot.answer import Question
