@@ -12,7 +12,7 @@ from bot.chat.commands import (
     is_admin,
 )
 from bot.chat.deliveries import claim_delivery, forget_delivery
-from bot.chat.feedback import record_feedback
+from bot.chat.feedback import record_feedback, remove_feedback, vote_of
 from bot.chat.links import (
     APP_TEXT,
     NO_LINKS,
@@ -65,8 +65,10 @@ __all__ = [
     "parse_json_object",
     "read_body",
     "record_feedback",
+    "remove_feedback",
     "slack_body",
     "split_url",
     "strip_controls",
     "verify_slack_signature",
+    "vote_of",
 ]
