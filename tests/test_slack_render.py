@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from acl.permissions import REASON_CHANNEL
 from bot.answer import Answer, Source
 from bot.slack.home import HomeData, RepoFreshness, home_view
+from bot.slack.private import withheld_message
 from bot.slack.render import (
     ACTION_HELPFUL,
     ACTION_PRIVATE,
@@ -200,18 +201,26 @@ def test_answer_message_has_text_sources_and_buttons() -> None:
     assert message.text.startswith("It *retries*")
 
 
-def test_withheld_note_offers_a_dm_without_naming_anything() -> None:
+def test_the_public_answer_never_says_that_more_was_withheld() -> None:
     answer = Answer(
-        "q", "Public only [1].", [_source(1)], withheld_private=True, notes=[REASON_CHANNEL]
+        "q", "Public only [1].", [_source(1)], withheld_private=True, asker_note=REASON_CHANNEL
     )
     [message] = answer_messages(answer, "q9", WEB)
     dumped = json.dumps(message.blocks)
-    assert "direct message" in dumped
-    offer = next(b for b in message.blocks if b.get("block_id") == "codeask_private:q9")
+    assert "direct message" not in dumped and "searched" not in dumped
+    assert ACTION_PRIVATE not in dumped and "codeask_private" not in dumped
+
+
+def test_the_askers_note_offers_a_dm_without_naming_anything() -> None:
+    note = withheld_message(REASON_CHANNEL, "q9", offer_dm=True)
+    assert "direct message" in json.dumps(note.blocks)
+    offer = next(b for b in note.blocks if b.get("block_id") == "codeask_private:q9")
     assert (
         offer["elements"][0]["action_id"] == ACTION_PRIVATE
         and offer["elements"][0]["value"] == "q9"
     )
+    bare = withheld_message(REASON_CHANNEL, "q9", offer_dm=False)
+    assert [b["type"] for b in bare.blocks] == ["context"]
 
 
 def test_answer_without_sources_has_no_show_sources_button() -> None:

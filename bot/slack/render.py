@@ -101,7 +101,10 @@ class SlackMessage:
 
 
 def answer_messages(answer: Answer, question_id: str, web_base: str) -> list[SlackMessage]:
-    """The final answer: text sections, notes, the withheld offer, sources and buttons.
+    """The final answer: text sections, notes, sources and buttons.
+
+    Nothing in it tells a channel that the asker could get more in private: that note goes
+    to the asker alone (:func:`bot.slack.private.withheld_message`).
 
     Usually one message; an answer too long for 50 blocks continues in further messages,
     and the sources and buttons always close the last one.
@@ -113,16 +116,6 @@ def answer_messages(answer: Answer, question_id: str, web_base: str) -> list[Sla
     if answer.notes:
         notes = [f":warning: {escape(n)}" for n in answer.notes]
         tail.append(_context(notes[:MAX_CONTEXT_ELEMENTS]))
-    if answer.withheld_private:
-        tail.append(
-            {
-                "type": "actions",
-                "block_id": f"codeask_private:{question_id}",
-                "elements": [
-                    _button(":lock: Answer me in a DM", ACTION_PRIVATE, question_id, "primary")
-                ],
-            }
-        )
     if answer.sources:
         tail.append(sources_block(answer.sources, web_base))
     elements = [
