@@ -83,7 +83,8 @@ def test_answer_card_has_answer_sources_notices_and_feedback() -> None:
         }
     ]
     actions = card["actions"]
-    assert all(a["type"] == "Action.Submit" for a in actions)
+    # Universal Actions: the click is an invoke the bot answers with the clicker's card.
+    assert all(a["type"] == "Action.Execute" and a["verb"] == "feedback" for a in actions)
     assert {a["data"]["verdict"] for a in actions} == set(VERDICTS)
     assert all(
         a["data"] | {"verdict": "x"}
