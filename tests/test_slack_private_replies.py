@@ -15,9 +15,12 @@ from bot.slack.app import NOT_HERE_TEXT
 from bot.slack.private import (
     ACTION_SHARE,
     ACTION_UNDO,
+    ALREADY_SHARED_TEXT,
+    QUESTION_CHARS,
     SHARED_TEXT,
     UNVOTED_TEXT,
     private_answer_messages,
+    quoted,
 )
 from bot.slack.render import ACTION_HELPFUL, ACTION_PRIVATE, ACTION_WRONG, MAX_BLOCKS
 from tests import slack_world
@@ -178,6 +181,13 @@ async def test_slash_ask_restates_the_question_and_shares_it_on_request(world: W
     [told] = await _settled(world, since, "response_url")
     assert told.args["text"] == SHARED_TEXT and told.args["replace_original"] is False
 
+    # Shared once: a second click does not post it again.
+    again = len(world.slack.calls)
+    assert await world.post_action(_on_private_message(world, ACTION_SHARE, qid, "again")) == 200
+    [second] = await _settled(world, again, "response_url")
+    assert second.args["text"] == ALREADY_SHARED_TEXT
+    assert _public_since(world, again) == []
+
 
 def test_a_restated_question_keeps_every_message_within_block_kit_limits() -> None:
     text = "\n\n".join(f"Paragraph {n}: " + "retry " * 450 for n in range(120))
@@ -188,6 +198,8 @@ def test_a_restated_question_keeps_every_message_within_block_kit_limits() -> No
     assert len(messages) > 2 and all(len(m.blocks) <= MAX_BLOCKS for m in messages)
     asked = messages[0].blocks[0]["elements"][0]["text"]
     assert asked.startswith("*You asked:* why &lt;@U0BOB&gt; x") and len(asked) <= 3000
+    ampersands = quoted("&" * 3000)
+    assert ampersands.endswith("&amp;…") and len(ampersands) <= QUESTION_CHARS + 5
     last = messages[-1].blocks[-1]
     assert [e["action_id"] for e in last["elements"]][-1] == ACTION_SHARE
 

@@ -39,6 +39,7 @@ from bot.chat import (
     claim_delivery,
     command_context,
     decode_utf8,
+    forget_delivery,
     is_admin,
     read_body,
     record_feedback,
@@ -51,6 +52,7 @@ from bot.slack.home import gather_home, home_view
 from bot.slack.private import (
     ACTION_SHARE,
     ACTION_UNDO,
+    ALREADY_SHARED_TEXT,
     SHARED_TEXT,
     private_answer_messages,
     shared_messages,
@@ -85,6 +87,7 @@ SLACK_HEADERS = ("Content-Type", "X-Slack-Signature", "X-Slack-Request-Timestamp
 # event within minutes (after 1 and 5), so an hour covers every retry of an event id.
 SIGNATURE_RETENTION = timedelta(seconds=2 * SLACK_MAX_AGE_SECONDS + 300)
 EVENT_ID_RETENTION = timedelta(hours=1)
+SHARE_RETENTION = timedelta(days=7)  # as long as the answer's buttons work (bot_answers)
 FAILURE_TEXT = (
     "Sorry, something went wrong and I could not answer; the error was logged (reference {id})."
 )
@@ -467,6 +470,12 @@ class SlackBot:
         ):
             await self._private_reply(body, respond, text_message(NOT_HERE_TEXT))
             return
+        # Shared once: a second click (or a replayed one) must not post the answer again.
+        key = f"slack-share:{answered.question_id}"
+        engine = self.services.engine
+        if not await asyncio.to_thread(claim_delivery, engine, key, "slack-share", SHARE_RETENTION):
+            await self._private_reply(body, respond, text_message(ALREADY_SHARED_TEXT))
+            return
         web = self.services.acl.github_web_url
         thread: str | None = None
         try:
@@ -481,6 +490,8 @@ class SlackBot:
                 thread = thread or str(posted["ts"])
         except SlackApiError as exc:
             log.warning("sharing %s failed: %s", answered.question_id, exc.response.get("error"))
+            if thread is None:  # nothing was posted: the asker may try again
+                await asyncio.to_thread(forget_delivery, engine, key)
             await self._private_reply(body, respond, text_message(NOT_SHARED_TEXT))
             return
         await self._private_reply(body, respond, text_message(SHARED_TEXT))

@@ -33,6 +33,7 @@ VOTED = {
 }
 UNVOTED_TEXT = "Your vote on this answer was removed."
 SHARED_TEXT = "Shared in this channel."
+ALREADY_SHARED_TEXT = "This answer is already shared in this channel."
 QUESTION_CHARS = 2_000  # of a restated question; the rest is elided
 _SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,20}$")
 
@@ -104,10 +105,14 @@ def withheld_message(note: str, question_id: str, *, offer_dm: bool) -> SlackMes
 
 def quoted(question: str) -> str:
     """A question someone typed, as inert mrkdwn: escaped, URLs broken, within limits."""
-    text = " ".join(question.split())
+    text = escape(defang(" ".join(question.split())))
     if len(text) > QUESTION_CHARS:
-        text = text[: QUESTION_CHARS - 1] + "…"
-    return escape(defang(text)) if text else "(no question)"
+        text = text[: QUESTION_CHARS - 1]
+        entity = text.rfind("&")
+        if entity > text.rfind(";"):  # never end inside "&amp;", "&lt;" or "&gt;"
+            text = text[:entity]
+        text += "…"
+    return text or "(no question)"
 
 
 def _with_button(messages: Sequence[SlackMessage], button: Block) -> list[SlackMessage]:
