@@ -368,6 +368,19 @@ async def test_group_chat_withholds_private_code_and_says_so(teams: Teams, llm: 
     assert VAULT_Q in _card_text(note)  # says which question it is about
     assert "acme/vault" not in _card_text(note)
 
+    # "Answer me here", from the personal chat: her question again, with her own access.
+    [button] = _card(note)["actions"]
+    for user in (BOB, ALICE):  # a forged click by Bob gets nothing of it
+        if user == ALICE:
+            llm.script(Reply("The new key signs and the previous one only verifies [1]."))
+        asked = len(llm.requests)
+        click = teams.activity("", user, "personal", value=button["data"])
+        await teams.post(click)
+        private = json.dumps([c.body for c in teams.connector.sent(click["conversation"]["id"])])
+        assert ("vault/rotation.py#L" in private) is (user == ALICE)
+        assert (len(llm.requests) > asked) is (user == ALICE)
+        assert VAULT_Q not in private or user == ALICE
+
 
 async def test_conversation_without_a_type_is_treated_as_shared_not_as_a_dm(
     teams: Teams, llm: FakeLLM

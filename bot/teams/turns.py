@@ -67,6 +67,8 @@ EMPTY = "Ask me a question about the code, or send **help**."
 NO_IDENTITY = "I could not tell who you are (no Azure AD id on the message), so I did not answer."
 OTHER_TENANT = "This codeask bot serves another organization."
 UNKNOWN_ANSWER = "That answer is unknown."
+NOT_HERE = "That answer is not available to you here; please ask me again."
+ANSWER_HERE = "answer_here"  # the note's button: the question again, in the personal chat
 ABOUT_YOUR_QUESTION = "About your question in the shared conversation: "
 SENT_PRIVATELY = "I sent you the result in our personal chat."
 NOT_SENT_PRIVATELY = (
@@ -150,6 +152,10 @@ class CodeaskTeamsHandler(ActivityHandler):
 
     async def on_message_activity(self, turn_context: TurnContext) -> None:
         activity = turn_context.activity
+        asked_again = _answer_here(activity.value)
+        if asked_again is not None:
+            await self._answer_here(turn_context, asked_again)
+            return
         feedback = parse_feedback(activity.value)
         if feedback is not None:
             # An Action.Submit from a card posted before votes became Action.Execute: it
@@ -235,8 +241,27 @@ class CodeaskTeamsHandler(ActivityHandler):
         asked = escape(defang(" ".join(question.text.split())[:500]))
         card = text_card(answer.asker_note)
         card["body"].insert(0, text_block(f"{ABOUT_YOUR_QUESTION}“{asked}”", subtle=True))
+        if answer.withheld_private:
+            data = {"action": ANSWER_HERE, "question_id": question.id}
+            card["actions"] = [{"type": "Action.Submit", "title": "Answer me here", "data": data}]
         if not await self._send_privately(turn_context, card):
             log.info("Teams question %s: the private note could not be delivered", question.id)
+
+    async def _answer_here(self, turn_context: TurnContext, question_id: str) -> None:
+        """ "Answer me here", clicked in the personal chat: the clicker's own question from a
+        shared chat, answered again with their own access. Only its asker, only in a
+        personal chat; anyone else learns nothing of it."""
+        activity = turn_context.activity
+        refusal = self._refusal(activity)
+        if refusal:
+            await self._reply(turn_context, text_card(refusal, attention=True))
+            return
+        answered = await asyncio.to_thread(self.asker.answered, question_id)
+        clicker = Principal(PLATFORM, _aad_id(activity))
+        if answered is None or answered.asker != clicker or place_of(activity).kind != "dm":
+            await self._reply(turn_context, text_card(NOT_HERE))
+            return
+        await self._question(turn_context, answered.question)
 
     # --- commands -----------------------------------------------------------------------
 
@@ -422,6 +447,14 @@ class _Typing:
 def _aad_id(activity: Activity) -> str:
     sender = activity.from_property
     return str(getattr(sender, "aad_object_id", "") or "") if sender else ""
+
+
+def _answer_here(value: object) -> str | None:
+    """The question id an "Answer me here" submission names, or None."""
+    if not isinstance(value, dict) or value.get("action") != ANSWER_HERE:
+        return None
+    question_id = value.get("question_id")
+    return question_id if isinstance(question_id, str) and question_id else None
 
 
 def _invoke_message(text: str, status: int = 200) -> dict[str, Any]:
