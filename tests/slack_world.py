@@ -154,10 +154,21 @@ def slash_command(
 
 
 def block_action(
-    action_id: str, value: str, message_ts: str, user: str = "U0ALICE", channel: str = "C0GENERAL"
+    action_id: str,
+    value: str,
+    message_ts: str,
+    user: str = "U0ALICE",
+    channel: str = "C0GENERAL",
+    *,
+    ephemeral: bool = False,
+    response_url: str = "http://127.0.0.1:9/unused",
 ) -> dict[str, Any]:
-    """A ``block_actions`` interaction payload as Slack documents it."""
-    return {
+    """A ``block_actions`` interaction payload as Slack documents it.
+
+    A click on an ephemeral message (only its recipient sees it) carries no ``message``:
+    Slack keeps no copy to send back, only the ``response_url`` to reply or replace it.
+    """
+    payload: dict[str, Any] = {
         "type": "block_actions",
         "team": {"id": TEAM, "domain": "acme"},
         "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM},
@@ -167,7 +178,7 @@ def block_action(
             "type": "message",
             "message_ts": message_ts,
             "channel_id": channel,
-            "is_ephemeral": False,
+            "is_ephemeral": ephemeral,
         },
         "trigger_id": "123123123.0987654321.abcdef",
         "channel": {"id": channel, "name": "general"},
@@ -178,7 +189,7 @@ def block_action(
             "text": "answer",
             "bot_id": "BBOT",
         },
-        "response_url": "http://127.0.0.1:9/unused",
+        "response_url": response_url,
         "actions": [
             {
                 "action_id": action_id,
@@ -190,6 +201,9 @@ def block_action(
             }
         ],
     }
+    if ephemeral:
+        del payload["message"]
+    return payload
 
 
 @dataclass

@@ -340,7 +340,7 @@ def test_nothing_the_asker_cannot_read_reaches_the_model_a_reply_or_a_click(
         assert not _forbidden(prompt.replace(question.text, ""), allowed), prompt
     slack = "".join(f"{m.text}{m.blocks!r}" for m in answer_messages(answer, question.id, WEB))
     teams = repr(answer_card(answer, question.id, web_base=WEB))
-    for rendered in (slack, teams, answer.text, " ".join(answer.notes)):
+    for rendered in (slack, teams, answer.text, " ".join(answer.notes), answer.asker_note):
         assert not _forbidden(rendered.replace(question.text, ""), allowed)
 
     shown = click_sources(bot, question.id, clicker, click_place)

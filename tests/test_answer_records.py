@@ -58,7 +58,15 @@ def test_sources_survive_the_database_and_unknown_ids_are_none(tmp_path: Path) -
         commit="c0ffee",
     )
     record_answer(
-        engine, "q1", ALICE, Place("channel", "C1"), "where is a?", [Source(1, chunk, 0.5)]
+        engine,
+        "q1",
+        ALICE,
+        Place("channel", "C1"),
+        "where is a?",
+        [Source(1, chunk, 0.5)],
+        "In a.py [1].",
+        ["Regenerated once."],
+        False,
     )
     stored = load_answer(engine, "q1")
     assert stored is not None
@@ -66,6 +74,12 @@ def test_sources_survive_the_database_and_unknown_ids_are_none(tmp_path: Path) -
         ALICE,
         Place("channel", "C1"),
         "where is a?",
+    )
+    # What a shared answer and a refreshed card are built from again.
+    assert (stored.text, stored.notes, stored.found) == (
+        "In a.py [1].",
+        ("Regenerated once.",),
+        False,
     )
     [source] = stored.sources
     assert source.chunk.text == chunk.text and source.link() == Source(1, chunk, 0.5).link()

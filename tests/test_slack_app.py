@@ -191,8 +191,12 @@ async def test_channel_withholds_the_private_repo_and_never_names_it(world: Worl
     await world.post_event(mention(PRIVATE_QUESTION, "1700.000500"), "Ev04")
     final = await world.slack.wait_for(_final)
     body = _text(final)
-    assert REASON_CHANNEL.split(".")[0] in body  # the withheld note
-    assert any(b.get("block_id", "").startswith("codeask_private:") for b in final.args["blocks"])
+    assert REASON_CHANNEL.split(".")[0] not in body  # the channel is not told more exists
+    assert not any(
+        b.get("block_id", "").startswith("codeask_private:") for b in final.args["blocks"]
+    )
+    note = await world.slack.wait_for(lambda c: c.method == "chat.postEphemeral")
+    assert note.args["user"] == "U0ALICE" and REASON_CHANNEL.split(".")[0] in _text(note)
     everything = world.slack.bodies()
     for secret in (PRIVATE_REPO, PRIVATE_PATH, PRIVATE_SYMBOL, "re-wrap every data key"):
         assert secret not in everything
@@ -203,7 +207,7 @@ async def test_channel_withholds_the_private_repo_and_never_names_it(world: Worl
     # "Answer me in a DM": the same question, answered privately with the clicker's access.
     world.llm.script(Reply("Re-wrap the data keys [1]."))
     status = await world.post_action(
-        block_action(ACTION_PRIVATE, _question_id(final), final.args["ts"])
+        block_action(ACTION_PRIVATE, _question_id(final), final.args["ts"], ephemeral=True)
     )
     assert status == 200
     dm = await world.slack.wait_for(lambda c: _final(c) and c.args.get("channel") == "D0ALICE")
@@ -365,7 +369,9 @@ async def test_feedback_and_show_sources_buttons(world: World) -> None:
     final = await world.slack.wait_for(_final)
     qid = _question_id(final)
     assert await world.post_action(block_action(ACTION_HELPFUL, qid, final.args["ts"])) == 200
-    thanks = await world.slack.wait_for(lambda c: c.method == "chat.postEphemeral")
+    thanks = await world.slack.wait_for(
+        lambda c: c.method == "chat.postEphemeral" and "You marked" in c.args["text"]
+    )
     assert thanks.args["user"] == "U0ALICE" and "helpful" in thanks.args["text"]
     rows = feedback_for(world.services.engine, qid)
     assert [(r.user_id, r.verdict) for r in rows] == [("T1:U0ALICE", "helpful")]

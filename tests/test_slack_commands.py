@@ -143,7 +143,9 @@ async def test_wrong_feedback_is_stored_for_eval(world: World) -> None:
     )
     qid = block["block_id"].split(":", 1)[1]
     await world.post_action(block_action(ACTION_WRONG, qid, final.args["ts"], user="U0BOB"))
-    await world.slack.wait_for(lambda c: c.method == "chat.postEphemeral")
+    await world.slack.wait_for(
+        lambda c: c.method == "chat.postEphemeral" and c.args.get("user") == "U0BOB"
+    )
     assert [(f.user_id, f.verdict) for f in feedback_for(world.services.engine, qid)] == [
         ("T1:U0BOB", "wrong")
     ]

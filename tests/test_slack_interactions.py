@@ -315,7 +315,7 @@ def replica_fixture(world: World, tmp_path: Path) -> Iterator[str]:
     }
     log = (tmp_path / "replica.log").open("w")
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "codeask"), "serve"],
+        [sys.executable, "-m", "bot.cli", "serve"],  # this tree's code, as installed or not
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,

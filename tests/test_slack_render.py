@@ -14,6 +14,7 @@ from bot.answer import NOT_FOUND_TEXT, Answer, Source
 from bot.answer.asking import LLM_DOWN_TEXT
 from bot.answer.result import not_found_answer, source_list
 from bot.slack.home import HomeData, RepoFreshness, dm_url, home_view
+from bot.slack.private import withheld_message
 from bot.slack.render import (
     ACTION_HELPFUL,
     ACTION_OPEN_SOURCE,
@@ -255,18 +256,26 @@ def test_answer_message_has_text_sources_and_buttons() -> None:
     assert message.text.startswith("It *retries*")
 
 
-def test_withheld_note_offers_a_dm_without_naming_anything() -> None:
+def test_the_public_answer_never_says_that_more_was_withheld() -> None:
     answer = Answer(
-        "q", "Public only [1].", [_source(1)], withheld_private=True, notes=[REASON_CHANNEL]
+        "q", "Public only [1].", [_source(1)], withheld_private=True, asker_note=REASON_CHANNEL
     )
     [message] = answer_messages(answer, "q9", WEB)
     dumped = json.dumps(message.blocks)
-    assert "direct message" in dumped
-    offer = next(b for b in message.blocks if b.get("block_id") == "codeask_private:q9")
+    assert "direct message" not in dumped and "searched" not in dumped
+    assert ACTION_PRIVATE not in dumped and "codeask_private" not in dumped
+
+
+def test_the_askers_note_offers_a_dm_without_naming_anything() -> None:
+    note = withheld_message(REASON_CHANNEL, "q9", offer_dm=True)
+    assert "direct message" in json.dumps(note.blocks)
+    offer = next(b for b in note.blocks if b.get("block_id") == "codeask_private:q9")
     assert (
         offer["elements"][0]["action_id"] == ACTION_PRIVATE
         and offer["elements"][0]["value"] == "q9"
     )
+    bare = withheld_message(REASON_CHANNEL, "q9", offer_dm=False)
+    assert [b["type"] for b in bare.blocks] == ["context"]
 
 
 def test_answer_without_sources_has_no_show_sources_button() -> None:

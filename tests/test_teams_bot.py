@@ -310,9 +310,13 @@ async def test_channel_mention_gets_a_threaded_card_with_commit_pinned_citations
     assert response.status == 202
     conversation = activity["conversation"]["id"]
     calls = teams.connector.sent(conversation)
-    assert [c.body["type"] for c in calls] == ["typing", "message"]
+    assert [c.body["type"] for c in calls[:2]] == ["typing", "message"]
+    progress = calls[1]  # posted at once in the thread, then edited into the answer
+    assert progress.method == "POST" and progress.activity_id == activity["id"]
+    assert progress.body["text"].endswith("…")
+    assert all(c.method == "PUT" or c.body["type"] == "typing" for c in calls[2:])
     reply = calls[-1]
-    assert reply.method == "POST" and reply.activity_id == activity["id"]  # in the thread
+    assert reply.method == "PUT" and reply.activity_id == progress.response_id
     assert reply.authorization.removeprefix("Bearer ") in teams.connector.issued_tokens
     card = _card(reply)
     assert card["version"] == "1.5"
@@ -351,12 +355,32 @@ async def test_group_chat_withholds_private_code_and_says_so(teams: Teams, llm: 
     llm.script(Reply("It is not in the shared code [1]."))
     activity = teams.activity(VAULT_Q, ALICE, "groupChat")
     await teams.post(activity)
-    messages = teams.connector.messages(activity["conversation"]["id"])
-    assert len(messages) == 1 and not any(c.method == "PUT" for c in teams.connector.sent())
-    text = _card_text(messages[0])
-    assert REASON_CHANNEL in text
-    assert "acme/vault" not in text and "rotate_signing_key" not in text
+    shared = teams.connector.sent(activity["conversation"]["id"])
+    assert shared[-1].method == "PUT" and _card(shared[-1])["type"] == "AdaptiveCard"
+    everything = json.dumps([c.body for c in shared])
+    assert "acme/vault" not in everything and "rotate_signing_key" not in everything
     assert all("rotate_signing_key" not in json.dumps(r) for r in llm.requests)
+    # The note that more could be answered in private goes to the asker alone.
+    assert REASON_CHANNEL not in everything and "direct message" not in everything
+    created = teams.connector.created_conversations[-1]
+    assert created["members"][0]["id"] == f"29:{ALICE}" and created["isGroup"] is False
+    [note] = teams.connector.messages(f"a:personal-29:{ALICE}")
+    assert REASON_CHANNEL.split(".")[0] in _card_text(note)
+    assert VAULT_Q in _card_text(note)  # says which question it is about
+    assert "acme/vault" not in _card_text(note)
+
+    # "Answer me here", from the personal chat: her question again, with her own access.
+    [button] = _card(note)["actions"]
+    for user in (BOB, ALICE):  # a forged click by Bob gets nothing of it
+        if user == ALICE:
+            llm.script(Reply("The new key signs and the previous one only verifies [1]."))
+        asked = len(llm.requests)
+        click = teams.activity("", user, "personal", value=button["data"])
+        await teams.post(click)
+        private = json.dumps([c.body for c in teams.connector.sent(click["conversation"]["id"])])
+        assert ("vault/rotation.py#L" in private) is (user == ALICE)
+        assert (len(llm.requests) > asked) is (user == ALICE)
+        assert VAULT_Q not in private or user == ALICE
 
 
 async def test_conversation_without_a_type_is_treated_as_shared_not_as_a_dm(
@@ -369,8 +393,8 @@ async def test_conversation_without_a_type_is_treated_as_shared_not_as_a_dm(
     del activity["conversation"]["conversationType"]
     await teams.post(activity)
     messages = teams.connector.messages(activity["conversation"]["id"])
-    assert len(messages) == 1
-    text = _card_text(messages[0])
+    text = json.dumps([c.body for c in messages])
+    assert messages[-1].method == "PUT" and _card(messages[-1])["type"] == "AdaptiveCard"
     assert "acme/vault" not in text and "rotate_signing_key" not in text
     assert all("rotate_signing_key" not in json.dumps(r) for r in llm.requests)
 
@@ -584,35 +608,71 @@ async def test_bot_added_to_a_team_says_hello(teams: Teams) -> None:
     assert len(messages) == 1 and WELCOME in _card_text(messages[0])
 
 
-async def test_feedback_buttons_are_stored_from_submit_and_invoke(
+def _vote(teams: Teams, user: str, place: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The invoke Teams sends when ``user`` clicks an Action.Execute vote button."""
+    invoke = teams.activity("", user, place)
+    invoke |= {
+        "type": "invoke",
+        "name": "adaptiveCard/action",
+        "value": {
+            "action": {"type": "Action.Execute", "verb": "feedback", "data": data},
+            "trigger": "manual",
+        },
+    }
+    return invoke
+
+
+def _vote_buttons(card: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {a["title"]: a for a in card["actions"]}
+
+
+async def test_a_vote_refreshes_the_card_for_the_voter_only_and_is_one_per_user(
     teams: Teams, services: Services, llm: FakeLLM
 ) -> None:
     llm.script(Reply("The delay doubles with every attempt, with full jitter [1]."))
     activity = teams.activity(RETRY_Q, BOB, TEAM_CHANNEL)
     await teams.post(activity)
-    card = _card(teams.connector.messages(activity["conversation"]["id"])[-1])
-    helpful = next(a["data"] for a in card["actions"] if a["data"]["verdict"] == "helpful")
-    wrong = next(a["data"] for a in card["actions"] if a["data"]["verdict"] == "wrong")
+    posted = _card(teams.connector.messages(activity["conversation"]["id"])[-1])
+    buttons = _vote_buttons(posted)
+    assert {a["type"] for a in buttons.values()} == {"Action.Execute"}
+    helpful, wrong = buttons["Helpful"]["data"], buttons["Wrong or unhelpful"]["data"]
     question_id = helpful["question_id"]
-
-    submit = teams.activity("", BOB, TEAM_CHANNEL, value=helpful)  # Action.Submit
-    await teams.post(submit)
-    assert "Thanks for the feedback." in _card_text(
-        teams.connector.messages(submit["conversation"]["id"])[-1]
-    )
     engine = services.acl_store.engine
+    sent_before = len(teams.connector.sent())
+
+    response = await teams.post(_vote(teams, BOB, TEAM_CHANNEL, helpful))
+    assert response.status == 200
+    refreshed = await response.json()
+    assert refreshed["statusCode"] == 200
+    assert refreshed["type"] == "application/vnd.microsoft.card.adaptive"
+    card = refreshed["value"]
+    assert card["version"] == "1.5" and card["body"][0] == posted["body"][0]  # the same answer
+    assert card["body"][-1]["text"] == "You marked this answer helpful."
+    assert set(_vote_buttons(card)) == {"Wrong or unhelpful", "Undo"}
     assert [(f.user_id, f.verdict) for f in feedback_for(engine, question_id)] == [(BOB, "helpful")]
 
-    invoke = teams.activity("", ALICE, TEAM_CHANNEL)
-    invoke |= {
-        "type": "invoke",
-        "name": "adaptiveCard/action",
-        "value": {"action": {"type": "Action.Execute", "verb": "feedback", "data": wrong}},
-    }
-    response = await teams.post(invoke)
-    assert response.status == 200
+    # A later vote replaces the earlier one; Undo removes it and restores the buttons.
+    changed = await (await teams.post(_vote(teams, BOB, TEAM_CHANNEL, wrong))).json()
+    assert "You marked this answer wrong" in changed["value"]["body"][-1]["text"]
+    assert set(_vote_buttons(changed["value"])) == {"Helpful", "Undo"}
+    assert [(f.user_id, f.verdict) for f in feedback_for(engine, question_id)] == [(BOB, "wrong")]
+    await teams.post(_vote(teams, ALICE, TEAM_CHANNEL, helpful))
+    assert len(feedback_for(engine, question_id)) == 2  # one row per voter
+
+    undo = _vote_buttons(changed["value"])["Undo"]["data"]
+    undone = await (await teams.post(_vote(teams, BOB, TEAM_CHANNEL, undo))).json()
+    assert set(_vote_buttons(undone["value"])) == {"Helpful", "Wrong or unhelpful"}
+    assert "You marked" not in json.dumps(undone["value"])
+    assert [(f.user_id, f.verdict) for f in feedback_for(engine, question_id)] == [
+        (ALICE, "helpful")
+    ]
+
+    # A vote from a card posted before (Action.Submit) still counts, and says nothing.
+    submit = teams.activity("", BOB, TEAM_CHANNEL, value=helpful)
+    await teams.post(submit)
     votes = {(f.user_id, f.verdict) for f in feedback_for(engine, question_id)}
-    assert votes == {(BOB, "helpful"), (ALICE, "wrong")}
+    assert votes == {(BOB, "helpful"), (ALICE, "helpful")}
+    assert teams.connector.sent()[sent_before:] == []  # no click posted anything anywhere
 
     forged = teams.activity("", ALICE, TEAM_CHANNEL, value={**helpful, "question_id": "nope"})
     await teams.post(forged)
@@ -648,7 +708,7 @@ async def test_feedback_on_a_personal_answer_is_refused_to_anyone_else_and_anywh
     ]
 
 
-async def test_personal_chat_shows_each_agent_step_and_a_channel_keeps_typing(
+async def test_personal_chat_and_shared_chats_edit_one_message_with_each_agent_step(
     teams: Teams, llm: FakeLLM
 ) -> None:
     step = "Looking up the definition of `rotate_signing_key`"
@@ -672,6 +732,14 @@ async def test_personal_chat_shows_each_agent_step_and_a_channel_keeps_typing(
     await teams.post(shared)
     sent = teams.connector.sent(shared["conversation"]["id"])
     typing = [c for c in sent if c.body.get("type") == "typing"]
-    assert len(typing) >= 2 and not any(c.method == "PUT" for c in sent)  # again per step
+    assert len(typing) >= 2  # the typing indicator goes on at every step too
+    [progress] = [c for c in sent if c.method == "POST" and c.body.get("type") == "message"]
+    edits = [c for c in sent if c.method == "PUT"]
+    assert edits and all(c.activity_id == progress.response_id for c in edits)  # in place
+    shown = "Looking up the definition of `RetryPolicy`"
+    assert any(shown in json.dumps(c.body) for c in edits[:-1]), [c.body for c in edits]
+    assert "payments/retry.py#L" in _card_text(edits[-1])
     assert len(llm.requests) == 2
-    assert all("Looking up" not in json.dumps(c.body) for c in sent)  # steps stay private
+    for call in sent:  # a step shows only what everyone in the chat may read
+        assert "rotate_signing_key" not in json.dumps(call.body)
+        assert "acme/vault" not in json.dumps(call.body)

@@ -88,11 +88,13 @@ def test_answer_card_has_answer_sources_notices_and_feedback() -> None:
         }
     ]
     assert [a["type"] for a in card["actions"]] == [
-        "Action.Submit",
-        "Action.Submit",
+        "Action.Execute",
+        "Action.Execute",
         "Action.ShowCard",
     ]
     actions = card["actions"][:2]
+    # Universal Actions: the click is an invoke the bot answers with the clicker's card.
+    assert all(a["type"] == "Action.Execute" and a["verb"] == "feedback" for a in actions)
     assert {a["data"]["verdict"] for a in actions} == set(VERDICTS)
     assert all(
         a["data"] | {"verdict": "x"}

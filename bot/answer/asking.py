@@ -221,7 +221,9 @@ class Asker:
         answer, outcome = self._answer_within(question, access, on_token, on_step, carried)
         answer.timings["access"] = access_seconds
         answer.withheld_private = access.withheld
-        if access.reason:
+        if access.reason and question.place.kind == "channel":
+            answer.asker_note = access.reason  # the audience must not learn more exists
+        elif access.reason:
             answer.notes.insert(0, access.reason)
         self._audit(question, access, answer)
         self._record(question, answer)
@@ -363,6 +365,9 @@ class Asker:
                 question.place,
                 question.text,
                 answer.sources,
+                answer.text,
+                answer.notes,
+                answer.found,
             )
         except Exception:
             # Its buttons will say the answer is gone; the answer itself still goes out.

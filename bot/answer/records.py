@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from sqlalchemy import Column, Text, delete
+from sqlalchemy import Boolean, Column, Text, delete, true
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, Session, SQLModel, col
 
@@ -27,7 +28,7 @@ MAX_TEXT_CHARS = 16_000  # per source: more than "Show sources" ever shows
 
 
 class AnswerRow(SQLModel, table=True):
-    """One answer: who asked what where, and the sources it was given (JSON)."""
+    """One answer: who asked what where, what it said, and the sources it was given (JSON)."""
 
     __tablename__ = "bot_answers"
 
@@ -38,6 +39,11 @@ class AnswerRow(SQLModel, table=True):
     question: str = Field(sa_column=Column(Text, nullable=False))
     sources: str = Field(sa_column=Column(Text, nullable=False))
     created_at: float = Field(index=True)
+    answer: str = Field(default="", sa_column=Column(Text, nullable=False, server_default=""))
+    notes: str = Field(default="[]", sa_column=Column(Text, nullable=False, server_default="[]"))
+    found: bool = Field(
+        default=True, sa_column=Column(Boolean, nullable=False, server_default=true())
+    )
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,9 @@ class AnsweredQuestion:
     place: Place
     question: str
     sources: list[Source]
+    text: str = ""  # the answer as written, its [n] referring to ``sources``
+    notes: tuple[str, ...] = ()  # the notes shown with it to everyone who saw it
+    found: bool = True  # False: "not found", a refusal or a failure, as the Answer said
 
     @property
     def repos(self) -> frozenset[str]:
@@ -84,6 +93,9 @@ def record_answer(
     place: Place,
     question: str,
     sources: list[Source],
+    text: str = "",
+    notes: Sequence[str] = (),
+    found: bool = True,
 ) -> None:
     """Store the answer (replacing a row with the same id) and prune old rows."""
     now = time.time()
@@ -95,6 +107,9 @@ def record_answer(
         question=question,
         sources=json.dumps([_source_json(s) for s in sources]),
         created_at=now,
+        answer=text,
+        notes=json.dumps(list(notes)),
+        found=found,
     )
     with Session(engine) as s:
         s.execute(delete(AnswerRow).where(col(AnswerRow.created_at) < now - KEPT_SECONDS))
@@ -114,6 +129,9 @@ def load_answer(engine: Engine, question_id: str) -> AnsweredQuestion | None:
         place=parse_place(row.place),
         question=row.question,
         sources=[_source_from(d) for d in json.loads(row.sources)],
+        text=row.answer,
+        notes=tuple(str(n) for n in json.loads(row.notes or "[]")),
+        found=row.found,
     )
 
 

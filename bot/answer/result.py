@@ -66,6 +66,9 @@ class Answer:
     used_rerank: bool = False
     allowed_repo_count: int = 0
     withheld_private: bool = False
+    # In a shared place: what only the asker is told about their access (that more may be
+    # answered in private, GitHub could not confirm all of it), never part of the answer.
+    asker_note: str = ""
     notes: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     explain: list[Candidate] = field(default_factory=list)

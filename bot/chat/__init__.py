@@ -12,7 +12,7 @@ from bot.chat.commands import (
     is_admin,
 )
 from bot.chat.deliveries import claim_delivery, forget_delivery
-from bot.chat.feedback import record_feedback
+from bot.chat.feedback import record_feedback, remove_feedback, vote_of
 from bot.chat.links import (
     APP_TEXT,
     NO_LINKS,
@@ -88,6 +88,7 @@ __all__ = [
     "parse_json_object",
     "read_body",
     "record_feedback",
+    "remove_feedback",
     "searched_repo",
     "searched_repos",
     "slack_body",
@@ -96,4 +97,5 @@ __all__ = [
     "strip_controls",
     "uncited_sources",
     "verify_slack_signature",
+    "vote_of",
 ]

@@ -27,7 +27,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from acl import Place, Principal
-from bot.answer import AnsweredQuestion, Asker, History, Question, seen_here
+from bot.answer import Answer, AnsweredQuestion, Asker, History, Question, seen_here
 from bot.chat import (
     SERVICES,
     SLACK_MAX_AGE_SECONDS,
@@ -40,14 +40,27 @@ from bot.chat import (
     claim_delivery,
     command_context,
     decode_utf8,
+    forget_delivery,
     is_admin,
     read_body,
     record_feedback,
+    remove_feedback,
     slack_body,
     verify_slack_signature,
 )
 from bot.services import Services
 from bot.slack.home import dm_url, gather_home, home_view
+from bot.slack.private import (
+    ACTION_SHARE,
+    ACTION_UNDO,
+    ALREADY_SHARED_TEXT,
+    SHARED_TEXT,
+    private_answer_messages,
+    shared_messages,
+    unvoted_message,
+    vote_message,
+    withheld_message,
+)
 from bot.slack.render import (
     ACTION_HELPFUL,
     ACTION_PRIVATE,
@@ -77,10 +90,14 @@ SLACK_HEADERS = ("Content-Type", "X-Slack-Signature", "X-Slack-Request-Timestamp
 # event within minutes (after 1 and 5), so an hour covers every retry of an event id.
 SIGNATURE_RETENTION = timedelta(seconds=2 * SLACK_MAX_AGE_SECONDS + 300)
 EVENT_ID_RETENTION = timedelta(hours=1)
+SHARE_RETENTION = timedelta(days=7)  # as long as the answer's buttons work (bot_answers)
 FAILURE_TEXT = (
     "Sorry, something went wrong and I could not answer; the error was logged (reference {id})."
 )
 NOT_HERE_TEXT = "That answer is not available to you here; please ask me again."
+NOT_SHARED_TEXT = (
+    "I could not post in this channel; invite me with `/invite @codeask` and try again."
+)
 EMPTY_QUESTION_TEXT = (
     "Ask me a question about the code, e.g. `@codeask where is the retry policy configured?`"
 )
@@ -160,6 +177,8 @@ class SlackBot:
         self.app.command(COMMAND)(self._on_command)
         self.app.action(ACTION_HELPFUL)(self._on_feedback)
         self.app.action(ACTION_WRONG)(self._on_feedback)
+        self.app.action(ACTION_UNDO)(self._on_undo)
+        self.app.action(ACTION_SHARE)(self._on_share)
         self.app.action(ACTION_SOURCES)(self._on_sources)
         self.app.action(ACTION_PRIVATE)(self._on_private)
         self.app.action(ACTION_RETRY)(self._on_retry)
@@ -285,6 +304,8 @@ class SlackBot:
             await reply.finish(
                 answer_messages(answer, question.id, self.services.acl.github_web_url)
             )
+            if answer.asker_note:
+                await self._tell_asker(question, answer, reply.channel, thread_ts or reply.ts)
         except Exception:
             log.exception("question %s: could not deliver the answer", question.id)
             failure = text_message(FAILURE_TEXT.format(id=question.id))
@@ -292,6 +313,23 @@ class SlackBot:
                 await reply.finish([failure])
             except Exception:
                 log.exception("question %s: could not deliver the failure notice", question.id)
+
+    async def _tell_asker(
+        self, question: Question, answer: Answer, channel: str, thread_ts: str | None
+    ) -> None:
+        """What the asker's access left out of a channel answer, shown to them alone."""
+        note = withheld_message(answer.asker_note, question.id, offer_dm=answer.withheld_private)
+        try:
+            await call_slack(
+                self.client.chat_postEphemeral,
+                channel=channel,
+                user=question.principal.user_id.rpartition(":")[2],
+                thread_ts=thread_ts,
+                text=note.text,
+                blocks=note.blocks,
+            )
+        except SlackApiError as exc:
+            log.warning("question %s: the private note failed: %s", question.id, exc)
 
     async def _say(self, channel: str, thread_ts: str | None, message: SlackMessage) -> None:
         await call_slack(
@@ -349,9 +387,19 @@ class SlackBot:
 
     async def _answer_ephemeral(self, respond: Any, question: Question) -> None:
         """The answer as ephemeral replies, the first one replacing the message before it."""
+        web = self.services.acl.github_web_url
+        place, text = question.place, question.text
         try:
             answer = await self.asker.ask(question)
-            messages = answer_messages(answer, question.id, self.services.acl.github_web_url)
+            shareable = answer.found and await self._channel_may_read(
+                question.principal, place, frozenset(s.chunk.repo for s in answer.sources)
+            )
+            messages = private_answer_messages(answer, text, question.id, web, shareable=shareable)
+            if answer.asker_note:  # a reply only the asker sees: the note may sit with it
+                note = answer.asker_note
+                messages.append(
+                    withheld_message(note, question.id, offer_dm=answer.withheld_private)
+                )
         except Exception:
             log.exception("question %s failed", question.id)
             messages = [text_message(FAILURE_TEXT.format(id=question.id))]
@@ -398,12 +446,65 @@ class SlackBot:
         await asyncio.to_thread(
             record_feedback, self.services.engine, action["value"], "slack", user, verdict
         )
-        thanks = (
-            "Thanks, noted as helpful."
-            if verdict == "helpful"
-            else "Thanks, noted as wrong; it helps us improve."
+        state = vote_message(verdict, action["value"])
+        await self._ephemeral(body, state.text, state.blocks)
+
+    async def _on_undo(
+        self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any
+    ) -> None:
+        """Take back the clicker's vote; the confirmation they clicked says so instead."""
+        await ack()
+        if await self._authorized(body, action) is None:
+            await self._ephemeral(body, NOT_HERE_TEXT)
+            return
+        await asyncio.to_thread(
+            remove_feedback, self.services.engine, action["value"], "slack", _action_user(body)
         )
-        await self._ephemeral(body, thanks)
+        done = unvoted_message()
+        await self._private_reply(body, respond, done, replace=True)
+
+    async def _on_share(
+        self, ack: Any, body: dict[str, Any], action: dict[str, Any], respond: Any
+    ) -> None:
+        """Post a private answer in the channel, if its asker clicks and the channel may
+        read every source of it now (access is decided again at the click)."""
+        await ack()
+        answered = await self._authorized(body, action)
+        place = _click_place(body)
+        if (
+            answered is None
+            or answered.asker != _clicker(body)
+            or place.kind != "channel"
+            or not answered.text
+            or not await self._channel_may_read(_clicker(body), place, answered.repos)
+        ):
+            await self._private_reply(body, respond, text_message(NOT_HERE_TEXT))
+            return
+        # Shared once: a second click (or a replayed one) must not post the answer again.
+        key = f"slack-share:{answered.question_id}"
+        engine = self.services.engine
+        if not await asyncio.to_thread(claim_delivery, engine, key, "slack-share", SHARE_RETENTION):
+            await self._private_reply(body, respond, text_message(ALREADY_SHARED_TEXT))
+            return
+        web = self.services.acl.github_web_url
+        thread: str | None = None
+        try:
+            for message in shared_messages(answered, body["user"]["id"], web):
+                posted = await call_slack(
+                    self.client.chat_postMessage,
+                    channel=place.id,
+                    thread_ts=thread,
+                    text=message.text,
+                    blocks=message.blocks,
+                )
+                thread = thread or str(posted["ts"])
+        except SlackApiError as exc:
+            log.warning("sharing %s failed: %s", answered.question_id, exc.response.get("error"))
+            if thread is None:  # nothing was posted: the asker may try again
+                await asyncio.to_thread(forget_delivery, engine, key)
+            await self._private_reply(body, respond, text_message(NOT_SHARED_TEXT))
+            return
+        await self._private_reply(body, respond, text_message(SHARED_TEXT))
 
     async def _on_sources(self, ack: Any, body: dict[str, Any], action: dict[str, Any]) -> None:
         """The answer's sources, only if the clicker may read every one of them here."""
@@ -474,6 +575,20 @@ class SlackBot:
             return None
         return answered
 
+    async def _channel_may_read(
+        self, principal: Principal, place: Place, repos: frozenset[str]
+    ) -> bool:
+        """Whether everyone in the channel ``place`` may read ``repos``: the place policy
+        of channel answers (public repositories and the channel's grants); fails closed."""
+        if place.kind != "channel" or not place.id:
+            return False
+        try:
+            access = await asyncio.to_thread(self.asker.access, principal, place)
+        except Exception as exc:
+            log.warning("access resolution for the channel %s failed: %s", place.id, exc)
+            return False
+        return repos <= access.repos
+
     async def _may_read(self, body: dict[str, Any], repos: frozenset[str]) -> bool:
         """Access resolved again for the clicker in the place of the click; fails closed."""
         try:
@@ -502,6 +617,25 @@ class SlackBot:
             )
         except SlackApiError as exc:
             log.warning("ephemeral reply failed: %s", exc.response.get("error"))
+
+    async def _private_reply(
+        self, body: dict[str, Any], respond: Any, message: SlackMessage, *, replace: bool = False
+    ) -> None:
+        """Answer a click on a message only the clicker sees, through its response URL."""
+        if not body.get("response_url"):
+            await self._ephemeral(body, message.text, message.blocks)
+            return
+        try:
+            await respond(
+                text=message.text,
+                blocks=message.blocks,
+                response_type="ephemeral",
+                replace_original=replace,
+                unfurl_links=False,
+                unfurl_media=False,
+            )
+        except Exception as exc:
+            log.warning("reply through the response URL failed: %r", exc)
 
     # --- App Home ---------------------------------------------------------------------
 

@@ -123,14 +123,17 @@ class SlackMessage:
 
 
 def answer_messages(answer: Answer, question_id: str, web_base: str) -> list[SlackMessage]:
-    """The final answer: text sections, notes, the withheld offer, the cited sources one
-    per row and buttons ("Show sources" holds the uncited ones).
+    """The final answer: text sections, notes, the cited sources one per row and buttons
+    ("Show sources" holds the uncited ones).
+
+    Nothing in it tells a channel that the asker could get more in private: that note goes
+    to the asker alone (:func:`bot.slack.private.withheld_message`).
 
     A notice (nothing found, or a part such as the language model down) starts with a
     warning, lists its places once, names the repositories searched (the answer's, so
     only what the place's audience may read) and has no feedback buttons; one from a
-    part being down offers Retry. Usually one message; an answer too long for 50 blocks continues in further messages,
-    and the sources and buttons always close the last one.
+    part being down offers Retry. Usually one message; an answer too long for 50 blocks
+    continues in further messages, and the sources and buttons always close the last one.
     """
     notice = is_notice(answer)  # nothing found, or a part down: no rating, the places once
     citations = {s.number: s.link(web_base) for s in answer.sources}
@@ -142,16 +145,6 @@ def answer_messages(answer: Answer, question_id: str, web_base: str) -> list[Sla
     if answer.notes:
         notes = [f":warning: {escape(n)}" for n in answer.notes]
         tail.append(_context(notes[:MAX_CONTEXT_ELEMENTS]))
-    if answer.withheld_private:
-        tail.append(
-            {
-                "type": "actions",
-                "block_id": f"codeask_private:{question_id}",
-                "elements": [
-                    _button(":lock: Answer me in a DM", ACTION_PRIVATE, question_id, "primary")
-                ],
-            }
-        )
     if answer.sources:
         tail += source_rows(cited_sources(answer), web_base)
     if notice and answer.searched and not answer.unavailable:

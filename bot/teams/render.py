@@ -46,6 +46,7 @@ TRUNCATED_NOTE = "… (answer shortened to fit Teams; more in the sources below)
 TRUNCATED_LIST = "… (list shortened to fit Teams)"
 FEEDBACK_ACTION = "feedback"
 RETRY_ACTION = "retry"
+UNDO = "undo"  # the verdict of the button that takes a vote back (bot.teams.votes)
 # Button titles per verdict of bot.chat.feedback.VERDICTS.
 VERDICT_TITLES = {"helpful": "Helpful", "wrong": "Wrong or unhelpful"}
 
@@ -57,7 +58,7 @@ class Feedback:
     """What a feedback button sends back: ``question_id`` ties it to the audited question."""
 
     question_id: str
-    verdict: str  # one of bot.chat.feedback.VERDICTS
+    verdict: str  # one of bot.chat.feedback.VERDICTS, or UNDO
 
 
 def linked_text(text: str, sources: list[Source], web_base: str = GITHUB_WEB) -> str:
@@ -265,9 +266,24 @@ def parse_feedback(value: object) -> Feedback | None:
     if data is None:
         return None
     question_id, verdict = data.get("question_id"), data.get("verdict")
-    if not isinstance(question_id, str) or not question_id or verdict not in VERDICT_TITLES:
+    if (
+        not isinstance(question_id, str)
+        or not question_id
+        or verdict not in (*VERDICT_TITLES, UNDO)
+    ):
         return None
     return Feedback(question_id, verdict)
+
+
+def feedback_action(title: str, question_id: str, verdict: str) -> dict[str, Any]:
+    """A vote button: ``Action.Execute``, so Teams sends an ``adaptiveCard/action`` invoke
+    and shows the card the bot answers with to the clicker alone."""
+    return {
+        "type": "Action.Execute",
+        "title": title,
+        "verb": FEEDBACK_ACTION,
+        "data": {"action": FEEDBACK_ACTION, "question_id": question_id, "verdict": verdict},
+    }
 
 
 def attachment(card: Card) -> dict[str, Any]:
@@ -327,15 +343,7 @@ def _answer_card(
         )
     elif not shape.notice:
         actions += [
-            {
-                "type": "Action.Submit",
-                "title": title,
-                "data": {
-                    "action": FEEDBACK_ACTION,
-                    "question_id": shape.question_id,
-                    "verdict": verdict,
-                },
-            }
+            feedback_action(title, shape.question_id, verdict)
             for verdict, title in VERDICT_TITLES.items()
         ]
     if sources:

@@ -27,9 +27,19 @@ from botbuilder.schema import (
 
 from acl import Place, Principal
 from bot.answer import seen_here
-from bot.chat import CommandResult, Commands, Invoker, command_context, record_feedback
+from bot.chat import (
+    CommandResult,
+    Commands,
+    Invoker,
+    command_context,
+    defang,
+    record_feedback,
+    remove_feedback,
+)
+from bot.teams.elements import escape, text_block
 from bot.teams.render import (
     CARD_CONTENT_TYPE,
+    UNDO,
     Card,
     Feedback,
     answer_card,
@@ -40,9 +50,10 @@ from bot.teams.render import (
     progress_text,
     text_card,
 )
+from bot.teams.votes import card_invoke_body, voted_answer_card
 
 if TYPE_CHECKING:
-    from bot.answer import Asker
+    from bot.answer import Answer, AnsweredQuestion, Asker, Question
     from bot.services import Services
 
 log = logging.getLogger(__name__)
@@ -56,9 +67,11 @@ WELCOME = (
 EMPTY = "Ask me a question about the code, or send **help**."
 NO_IDENTITY = "I could not tell who you are (no Azure AD id on the message), so I did not answer."
 OTHER_TENANT = "This codeask bot serves another organization."
-THANKS = "Thanks for the feedback."
 NOT_HERE = "That answer is not available to you here; please ask me again."
 ASKED_AGAIN = "Asked again."
+UNKNOWN_ANSWER = "That answer is unknown."
+ANSWER_HERE = "answer_here"  # the note's button: the question again, in the personal chat
+ABOUT_YOUR_QUESTION = "About your question in the shared conversation: "
 SENT_PRIVATELY = "I sent you the result in our personal chat."
 NOT_SENT_PRIVATELY = (
     "The result of that command is private and I could not reach you in a personal chat. "
@@ -141,10 +154,16 @@ class CodeaskTeamsHandler(ActivityHandler):
 
     async def on_message_activity(self, turn_context: TurnContext) -> None:
         activity = turn_context.activity
+        asked_again = _answer_here(activity.value)
+        if asked_again is not None:
+            await self._answer_here(turn_context, asked_again)
+            return
         feedback = parse_feedback(activity.value)
         if feedback is not None:
-            if await self._store_feedback(activity, feedback):
-                await self._reply(turn_context, text_card(THANKS))
+            # An Action.Submit from a card posted before votes became Action.Execute: it
+            # counts, and nothing is said in the conversation (a channel would see it).
+            if await self._store_feedback(activity, feedback) is None:
+                log.info("Teams: a vote on an answer the voter may not act on was ignored")
             return
         retry = parse_retry(activity.value)
         if retry is not None:
@@ -189,10 +208,12 @@ class CodeaskTeamsHandler(ActivityHandler):
             return InvokeResponse(
                 status=400, body=_invoke_message("That action is not supported.", 400)
             )
-        stored = await self._store_feedback(activity, feedback)
-        return InvokeResponse(
-            status=200, body=_invoke_message(THANKS if stored else "That answer is unknown.")
-        )
+        answered = await self._store_feedback(activity, feedback)
+        if answered is None:
+            return InvokeResponse(status=200, body=_invoke_message(UNKNOWN_ANSWER))
+        vote = None if feedback.verdict == UNDO else feedback.verdict
+        card = voted_answer_card(answered, vote, self.services.acl.github_web_url)
+        return InvokeResponse(status=200, body=card_invoke_body(card))
 
     # --- questions ----------------------------------------------------------------------
 
@@ -217,27 +238,57 @@ class CodeaskTeamsHandler(ActivityHandler):
         question = Question(Principal(PLATFORM, _aad_id(activity)), place, text)
         log.info("Teams question %s from activity %s in %s", question.id, activity.id, place)
         await turn_context.send_activity(Activity(type=ActivityTypes.typing))
-        progress: _Progress | None = None
-        if place.kind == "dm":  # only the asker sees it: show the answer as it is written
-            sent = await turn_context.send_activity(progress_text(""))
-            progress = _Progress(turn_context, sent.id, self.settings.teams_update_seconds)
-        typing = _Typing(turn_context) if progress is None else None
+        # One message shows the steps and the text as it is written, in a personal chat
+        # and in a channel's thread alike; it becomes the answer. A channel keeps the
+        # typing indicator going at every step too.
+        sent = await turn_context.send_activity(progress_text(""))
+        progress = _Progress(turn_context, sent.id, self.settings.teams_update_seconds)
+        typing = _Typing(turn_context) if place.kind == "channel" else None
+
+        def step(text: str) -> None:
+            progress.step(text)
+            if typing is not None:
+                typing.step(text)
+
         try:
-            answer = await self.asker.ask(
-                question,
-                progress.push if progress else None,
-                progress.step if progress else typing.step if typing else None,
-            )
+            answer = await self.asker.ask(question, progress.push, step)
         finally:
-            if progress is not None:
-                await progress.stop()
+            await progress.stop()
         card = answer_card(answer, question.id, web_base=self.services.acl.github_web_url)
         message = card_message(card)
-        if progress is not None:
-            message.id = progress.activity_id
-            await turn_context.update_activity(message)
-        else:
-            await self._reply(turn_context, card)
+        message.id = progress.activity_id
+        await turn_context.update_activity(message)
+        if answer.asker_note:
+            await self._tell_asker(turn_context, question, answer)
+
+    async def _tell_asker(
+        self, turn_context: TurnContext, question: Question, answer: Answer
+    ) -> None:
+        """What the asker's access left out of a shared answer, in their personal chat."""
+        asked = escape(defang(" ".join(question.text.split())[:500]))
+        card = text_card(answer.asker_note)
+        card["body"].insert(0, text_block(f"{ABOUT_YOUR_QUESTION}“{asked}”", subtle=True))
+        if answer.withheld_private:
+            data = {"action": ANSWER_HERE, "question_id": question.id}
+            card["actions"] = [{"type": "Action.Submit", "title": "Answer me here", "data": data}]
+        if not await self._send_privately(turn_context, card):
+            log.info("Teams question %s: the private note could not be delivered", question.id)
+
+    async def _answer_here(self, turn_context: TurnContext, question_id: str) -> None:
+        """ "Answer me here", clicked in the personal chat: the clicker's own question from a
+        shared chat, answered again with their own access. Only its asker, only in a
+        personal chat; anyone else learns nothing of it."""
+        activity = turn_context.activity
+        refusal = self._refusal(activity)
+        if refusal:
+            await self._reply(turn_context, text_card(refusal, attention=True))
+            return
+        answered = await asyncio.to_thread(self.asker.answered, question_id)
+        clicker = Principal(PLATFORM, _aad_id(activity))
+        if answered is None or answered.asker != clicker or place_of(activity).kind != "dm":
+            await self._reply(turn_context, text_card(NOT_HERE))
+            return
+        await self._question(turn_context, answered.question)
 
     # --- commands -----------------------------------------------------------------------
 
@@ -302,21 +353,27 @@ class CodeaskTeamsHandler(ActivityHandler):
             return OTHER_TENANT
         return ""
 
-    async def _store_feedback(self, activity: Activity, feedback: Feedback) -> bool:
-        """Record a verdict only from someone who may see the answer where they clicked."""
+    async def _store_feedback(
+        self, activity: Activity, feedback: Feedback
+    ) -> AnsweredQuestion | None:
+        """Record (or undo) a vote only from someone who may see the answer where they
+        clicked; the answer voted on, or None when refused."""
         user = _aad_id(activity)
         if not user:
-            return False
+            return None
         answered = await asyncio.to_thread(self.asker.answered, feedback.question_id)
         if answered is None or not seen_here(
             answered, Principal(PLATFORM, user), place_of(activity)
         ):
-            return False
+            return None
         engine = self.services.engine
-        await asyncio.to_thread(
-            record_feedback, engine, feedback.question_id, PLATFORM, user, feedback.verdict
-        )
-        return True
+        if feedback.verdict == UNDO:
+            await asyncio.to_thread(remove_feedback, engine, feedback.question_id, PLATFORM, user)
+        else:
+            await asyncio.to_thread(
+                record_feedback, engine, feedback.question_id, PLATFORM, user, feedback.verdict
+            )
+        return answered
 
     async def _reply(self, turn_context: TurnContext, card: Card) -> None:
         # send_activity replies to the incoming activity: in a channel, into its thread.
@@ -417,6 +474,14 @@ class _Typing:
 def _aad_id(activity: Activity) -> str:
     sender = activity.from_property
     return str(getattr(sender, "aad_object_id", "") or "") if sender else ""
+
+
+def _answer_here(value: object) -> str | None:
+    """The question id an "Answer me here" submission names, or None."""
+    if not isinstance(value, dict) or value.get("action") != ANSWER_HERE:
+        return None
+    question_id = value.get("question_id")
+    return question_id if isinstance(question_id, str) and question_id else None
 
 
 def _invoke_message(text: str, status: int = 200) -> dict[str, Any]:
