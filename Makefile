@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export SSL_CERT_FILE ?= /etc/ssl/certs/ca-certificates.crt
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test services services-stop lint typecheck db-check unit helm-check lock bench clean
+.PHONY: setup demo test services services-stop lint typecheck db-check unit helm-check lock bench clean preview
 
 # The demo and the tests get everything: the runtime set (requirements.lock: what serve,
 # worker, index, search and ask load), codeask[train] (torch, to export and train models)
@@ -64,6 +64,22 @@ unit: setup
 	$(BIN)/pytest -q
 
 test: setup lint typecheck services db-check helm-check unit
+
+# PNGs of the Slack and Teams messages for review (docs/images/preview/, scripts/preview/).
+# Headless Chromium is heavy, so this is not part of `make test`; tests/test_preview.py
+# checks the pages it draws from without it.
+PREVIEW := scripts/preview
+CHROMIUM ?= chromium
+
+$(PREVIEW)/node_modules/.package-lock.json: $(PREVIEW)/package.json $(PREVIEW)/package-lock.json
+	cd $(PREVIEW) && npm ci --ignore-scripts --no-audit --no-fund
+
+preview: setup
+	@command -v $(CHROMIUM) >/dev/null || { echo "make preview needs Chromium ($(CHROMIUM)): \
+	apt-get install chromium fonts-lato fonts-noto-color-emoji" >&2; exit 1; }
+	@command -v npm >/dev/null || { echo "make preview needs Node.js: apt-get install nodejs npm" >&2; exit 1; }
+	$(MAKE) $(PREVIEW)/node_modules/.package-lock.json
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m scripts.preview.preview
 
 # Both locks from pyproject.toml; the runtime one is a subset of the full one, pin for pin.
 lock: $(BIN)/python
