@@ -326,7 +326,7 @@ async def test_channel_mention_gets_a_threaded_card_with_commit_pinned_citations
     facts = next(b for b in card["body"] if b["type"] == "FactSet")["facts"]
     assert facts[0]["title"] == "[1]" and facts[0]["value"].startswith("[payments/retry.py:")
     assert facts[0]["value"].endswith(" · acme/payments")
-    feedback = [a["data"] for a in card["actions"] if a["type"] == "Action.Submit"]
+    feedback = [a["data"] for a in card["actions"] if a["type"] == "Action.Execute"]
     assert {d["verdict"] for d in feedback} == {"helpful", "wrong"}
     # The question reached the model without the @mention.
     assert "<at>" not in json.dumps(llm.requests[-1]["messages"][-1])
@@ -623,7 +623,8 @@ def _vote(teams: Teams, user: str, place: str, data: dict[str, Any]) -> dict[str
 
 
 def _vote_buttons(card: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {a["title"]: a for a in card["actions"]}
+    """The card's vote buttons by title (not "Show sources", which opens a view)."""
+    return {a["title"]: a for a in card["actions"] if a.get("data", {}).get("action") == "feedback"}
 
 
 async def test_a_vote_refreshes_the_card_for_the_voter_only_and_is_one_per_user(

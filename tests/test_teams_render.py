@@ -106,7 +106,7 @@ def test_answer_card_has_answer_sources_notices_and_feedback() -> None:
 def test_answer_without_sources_has_no_source_list() -> None:
     card = answer_card(Answer("q", "It is set in the CI settings.", []), "q2")
     assert [b["type"] for b in card["body"]] == ["TextBlock"]
-    assert [a["type"] for a in card["actions"]] == ["Action.Submit", "Action.Submit"]
+    assert [a["type"] for a in card["actions"]] == ["Action.Execute", "Action.Execute"]
 
 
 def test_long_answer_is_shortened_with_a_note_and_keeps_every_source() -> None:
@@ -206,6 +206,7 @@ REQUIRED = {
     "Container": {"items"},
     "ActionSet": {"actions"},
     "Action.Submit": {"title"},
+    "Action.Execute": {"title", "verb"},
     "Action.OpenUrl": {"title", "url"},
     "Action.ShowCard": {"title", "card"},
     "Table": {"columns", "rows"},

@@ -36,6 +36,10 @@ def serve() -> None:
     services = Services(migrate=False)
     services.engine  # noqa: B018  refuses a database that is not migrated, before anything loads
     asker = services.asker  # one answer pipeline (one embedding model) for every adapter
+    # The models load before the port opens, so the first question does not pay for them
+    # and a missing export stops the start with its message, not a question.
+    services.embedder  # noqa: B018
+    services.reranker  # noqa: B018
     # Chat adapters add their routes here: mounts.append(mount_slack), ...
     mounts: list[Mount] = [slack_mount(asker), functools.partial(mount_teams, asker=asker)]
     err.print(f"codeask serve on http://{services.bot.host}:{services.bot.port}")
