@@ -20,6 +20,7 @@ import pytest
 from tests import slack_world
 from tests.conftest import git
 from tests.fake_llm import Reply
+from tests.freshness_env import REPO, configure, github_world
 from tests.slack_world import (
     PRIVATE_PATH,
     SIGNING_SECRET,
@@ -200,3 +201,21 @@ async def test_serve_answers_a_slack_question_without_torch(
     final = await world.slack.wait_for(_final)
     assert "re-wrapping data keys" in _text(final) and PRIVATE_PATH in _text(final)
     assert attempts(log) == ""
+
+
+def test_the_worker_indexes_a_registered_repository_without_torch(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed = {"ledger/core.py": "def post_ledger_entry(account: str, cents: int) -> None:\n"}
+    with github_world(tmp_path, seed) as world:
+        configure(monkeypatch, world, f"sqlite:///{data_dir / 'codeask.meta.db'}")
+        log = tmp_path / "guard.log"
+        env = guarded_env(log, data_dir)
+        added = codeask(["repo", "add", REPO], env)
+        assert added.returncode == 0, added.stderr
+        worked = codeask(["worker", "--once"], env)
+        assert worked.returncode == 0, worked.stderr
+        assert "1 job(s) processed" in worked.stderr
+        found = codeask(["search", "post ledger entry", "--json", "--k", "1"], env)
+        assert json.loads(found.stdout)[0]["path"] == "ledger/core.py", found.stderr
+        assert attempts(log) == ""
