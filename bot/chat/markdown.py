@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import pairwise
 
 from markdown_it import MarkdownIt
@@ -79,11 +80,18 @@ class Node:
 
 
 def parse(text: str) -> list[Node]:
-    """The blocks of ``text``."""
+    """The blocks of ``text``. The nodes are shared by every caller that parses the same
+    text (an answer is rendered for a message and its fallback, or for two platforms):
+    renderers read them and never change them."""
+    return list(_parsed(text))
+
+
+@lru_cache(maxsize=32)
+def _parsed(text: str) -> tuple[Node, ...]:
     root = Node("root")
     _build(_PARSER.parse(text), root)
     _mark_blank_lines(root.children)
-    return root.children
+    return tuple(root.children)
 
 
 def plain(nodes: list[Node]) -> str:
