@@ -46,6 +46,7 @@ STAGES = {
     "evidence": "evidence",
     "context": "context",
     "generate": "model",
+    "render": "render",
 }
 WEBHOOK_EVENTS = frozenset(
     {"ping", "push", "repository", "installation_repositories", "installation", "member"}
@@ -87,6 +88,13 @@ class Metrics:
             buckets=STAGE_BUCKETS,
             registry=r,
         )
+        self.tokens = Counter(
+            "codeask_llm_tokens",
+            "Language-model tokens of answered questions (as LiteLLM reports them), by "
+            "direction (in: prompt, out: completion) and answer mode.",
+            ["direction", "mode"],
+            registry=r,
+        )
         self.upstream_errors = Counter(
             "codeask_upstream_errors",
             "Errors of the services codeask depends on, by service and kind.",
@@ -125,8 +133,9 @@ class Metrics:
         outcome: str,
         seconds: float,
         stages: Mapping[str, float],
+        tokens: tuple[int, int] = (0, 0),
     ) -> None:
-        """One answered question (the Asker's observer)."""
+        """One answered question (the Asker's observer); ``tokens`` are (in, out)."""
         platform = _bounded(platform, PLATFORMS)
         mode = _bounded(mode, MODES)
         self.questions.labels(
@@ -136,6 +145,14 @@ class Metrics:
         for key, value in stages.items():
             if key in STAGES:
                 self.stage_seconds.labels(STAGES[key]).observe(value)
+        for direction, count in zip(("in", "out"), tokens, strict=True):
+            if count > 0:
+                self.tokens.labels(direction, mode).inc(count)
+
+    def stage(self, name: str, seconds: float) -> None:
+        """A stage timed outside the pipeline: "render", a chat adapter building its message."""
+        if name in STAGES.values():
+            self.stage_seconds.labels(name).observe(seconds)
 
     def upstream_error(self, service: str, kind: str) -> None:
         """A failed call to GitHub, the language model, the search store or a chat API;

@@ -30,6 +30,9 @@ class BotSettings(BaseSettings):
     llm_temperature: float = 0.1
     llm_max_tokens: int = 800
     llm_retries: int = 2
+    # Ask a streamed answer's token counts (OpenAI's stream_options.include_usage) for the
+    # codeask_llm_tokens metric; turn off for a server that refuses the option.
+    llm_stream_usage: bool = True
     # A cross-encoder (a hub name or a folder), "none", or "llm": the configured language
     # model orders the top 20 candidates in one listwise call (bot.answer.llm_rerank).
     rerank_model: str = ""

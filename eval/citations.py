@@ -23,6 +23,8 @@ Per question, each metric is 1 or 0 (a "not found" answer scores 0 on all of the
   the places it cites, so there it equals ``cites_gold`` or the places read when none is).
 * ``rounds``: tool rounds of an agentic answer (0 for single-shot), a count, not a share.
 * ``seconds``: the question's wall-clock time through the whole answer path.
+* ``tokens_in`` / ``tokens_out``: the model's prompt and completion tokens for the answer,
+  as LiteLLM reports them (the provider's counts), counts like ``rounds``.
 
 Means are taken over all questions, overall, per kind and per repository (one golden set
 per repository).
@@ -59,9 +61,16 @@ CITATION_METRICS = (
     "regenerated",
     "gold_in_sources",
     "rounds",
+    "tokens_in",
+    "tokens_out",
     "seconds",
 )
-COUNTS = ("rounds", "seconds")  # means of a count, not shares of questions
+COUNTS = (
+    "rounds",
+    "tokens_in",
+    "tokens_out",
+    "seconds",
+)  # means of a count, not shares of questions
 REGENERATED_PREFIX = "Regenerated once"
 
 
@@ -134,6 +143,8 @@ def score_answer(answer: Answer, question: Question, seconds: float = 0.0) -> Ci
             answer.used_llm and any(gold_hit_by(span_of(s), gold) for s in answer.sources)
         ),
         "rounds": float(answer.rounds),
+        "tokens_in": float(answer.tokens_in),
+        "tokens_out": float(answer.tokens_out),
         "seconds": seconds,
     }
     return CitedAnswer(

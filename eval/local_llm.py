@@ -207,11 +207,30 @@ def _looks_like_code(name: str) -> bool:
 ToolCallSpec = tuple[str, str]  # (function name, arguments as the model writes them)
 
 
+def usage_json(body: dict[str, Any], content: str) -> dict[str, int]:
+    """Token counts as a provider reports them; here a deterministic four characters per
+    token of the request's messages and of the reply."""
+    sent = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
+    prompt, completion = max(1, sent // 4), max(1, len(content) // 4)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def wants_usage(body: dict[str, Any]) -> bool:
+    """Whether a streamed request asked for the token counts (stream_options.include_usage)."""
+    options = body.get("stream_options")
+    return isinstance(options, dict) and options.get("include_usage") is True
+
+
 def completion_json(
     model: str,
     content: str,
     created: int | None = None,
     tool_calls: Sequence[ToolCallSpec] = (),
+    usage: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """A non-streaming ``chat.completion`` body."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
@@ -232,7 +251,7 @@ def completion_json(
                 "finish_reason": "tool_calls" if tool_calls else "stop",
             }
         ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+        "usage": usage or {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
     }
 
 
@@ -256,6 +275,7 @@ async def write_stream(
     piece: int,
     gap: float = 0.0,
     tool_calls: Sequence[ToolCallSpec] = (),
+    usage: dict[str, int] | None = None,
 ) -> web.StreamResponse:
     """Send ``content`` as SSE deltas of ``piece`` characters, ``gap`` seconds apart, then
     each tool call (its id and name, then its arguments in pieces), then stop and
@@ -277,6 +297,10 @@ async def write_stream(
             await response.write(sse_event(model, created, {"tool_calls": [part]}, None))
     finish = "tool_calls" if tool_calls else "stop"
     await response.write(sse_event(model, created, {}, finish))
+    if usage is not None:  # asked with stream_options.include_usage: a last, choiceless chunk
+        last = {"id": "chatcmpl-local", "object": "chat.completion.chunk", "created": created}
+        last |= {"model": model, "choices": [], "usage": usage}
+        await response.write(f"data: {json.dumps(last)}\n\n".encode())
     await response.write(b"data: [DONE]\n\n")
     await response.write_eof()
     return response
@@ -317,12 +341,19 @@ class LocalLLM(BackgroundServer):
         self.requests += 1
         content, calls = reply_for(body)
         model = str(body.get("model") or MODEL_NAME)
+        usage = usage_json(body, content)
         if not body.get("stream"):
-            return web.json_response(completion_json(model, content, tool_calls=calls))
+            return web.json_response(completion_json(model, content, tool_calls=calls, usage=usage))
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         try:
             return await write_stream(
-                request, response, content, model, STREAM_PIECE, tool_calls=calls
+                request,
+                response,
+                content,
+                model,
+                STREAM_PIECE,
+                tool_calls=calls,
+                usage=usage if wants_usage(body) else None,
             )
         except ConnectionResetError:  # the client went away: nothing left to send
             return response

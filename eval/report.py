@@ -71,6 +71,8 @@ CITATION_COLUMNS = (
     ("regenerated", "regen"),
     ("gold_in_sources", "gold given"),
     ("rounds", "rounds"),
+    ("tokens_in", "tok in"),
+    ("tokens_out", "tok out"),
     ("seconds", "s"),
 )
 
@@ -109,7 +111,9 @@ def citation_caption() -> str:
         "source, none stripped or marked), gold (a cited source overlaps a gold place), "
         "valid+gold (both), all gold (citations cover every gold place), regen (regenerated "
         "once), gold given (a source given to the model overlaps a gold place); rounds (mean "
-        "tool rounds of an agentic answer) and s (mean seconds per answer) are not shares."
+        "tool rounds of an agentic answer), tok in / tok out (mean prompt and completion "
+        "tokens per answer, as the provider reports them) and s (mean seconds per answer) "
+        "are not shares."
     )
 
 

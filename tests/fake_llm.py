@@ -16,7 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
-from eval.local_llm import ToolCallSpec, completion_json, write_stream
+from eval.local_llm import ToolCallSpec, completion_json, usage_json, wants_usage, write_stream
 
 
 @dataclass
@@ -71,14 +71,22 @@ class FakeLLM:
                 status=reply.status,
             )
         model = body.get("model", "fake")
+        usage = usage_json(body, reply.content)
         if not body.get("stream"):
             return web.json_response(
-                completion_json(model, reply.content, tool_calls=reply.tool_calls)
+                completion_json(model, reply.content, tool_calls=reply.tool_calls, usage=usage)
             )
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         try:
             return await write_stream(
-                request, response, reply.content, model, reply.piece, reply.gap, reply.tool_calls
+                request,
+                response,
+                reply.content,
+                model,
+                reply.piece,
+                reply.gap,
+                reply.tool_calls,
+                usage=usage if wants_usage(body) else None,
             )
         except (ConnectionResetError, ConnectionError):  # the client gave up (a timeout test)
             return response

@@ -201,6 +201,8 @@ def test_pipeline_with_the_local_model_counts_a_cited_gold_answer_as_one(
     assert doc["model"] == "openai/codeask-local" and doc["mode"] == "single"
     overall = dict(doc["overall"])  # type: ignore[call-overload]
     assert overall.pop("rounds") == 0.0 and overall.pop("seconds") > 0
+    # the local model's reported usage: four characters a token of the prompt and the reply
+    assert overall.pop("tokens_in") > 100 and overall.pop("tokens_out") > 0
     assert overall == {  # type: ignore[comparison-overlap]
         "questions": 2,
         "answered": 1.0,
@@ -325,6 +327,8 @@ def test_codeask_eval_answers_in_agent_mode_counts_rounds(tiny: Searcher, tmp_pa
     assert cited["mode"] == "agent" and cited["model"] == "openai/codeask-local"
     assert [q["metrics"]["rounds"] for q in cited["questions"]] == [1, 1]
     assert cited["by_kind"]["identifier"]["rounds"] == 1.0
+    # the provider's usage of every turn of the answer is counted
+    assert all(q["metrics"]["tokens_in"] > 0 for q in cited["questions"])
     assert cited["overall"]["citations_valid"] == 1.0
     assert cited["questions"][0]["cited"][0].startswith("billing/invoice.py:")
     single = CliRunner().invoke(

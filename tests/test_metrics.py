@@ -25,6 +25,7 @@ from bot.metrics import metrics_listener
 from bot.server import create_app
 from bot.services import Services
 from bot.settings import BotSettings
+from eval.local_llm import usage_json, wants_usage
 from indexer.jobs import KIND_DELETE, REPO_DELETING, Registry, Repo, Worker, WorkerConfig
 from indexer.jobs import queue as jobs
 from indexer.settings import IndexerSettings
@@ -110,7 +111,7 @@ async def test_questions_are_counted_by_platform_place_mode_and_outcome(world: W
         assert sample.labels["platform"] == "slack" and sample.labels["outcome"] == "answered"
         assert sample.labels["mode"] in ("agent", "single")
     assert sum(s.value for s in samples["codeask_answer_seconds"] if s.name.endswith("_count")) == 2
-    for stage in ("access", "search", "model"):
+    for stage in ("access", "search", "model", "render"):
         count = value(
             samples,
             "codeask_answer_stage_seconds",
@@ -118,6 +119,19 @@ async def test_questions_are_counted_by_platform_place_mode_and_outcome(world: W
             stage=stage,
         )
         assert count == 2, stage
+    # Tokens are the provider's own counts (the fake reports four characters a token of
+    # every request), streamed answers included (stream_options.include_usage).
+    assert world.llm.requests and all(wants_usage(r) for r in world.llm.requests if r.get("stream"))
+    sent = sum(usage_json(r, "")["prompt_tokens"] for r in world.llm.requests)
+    tokens = {
+        d: sum(
+            s.value
+            for s in samples["codeask_llm_tokens"]
+            if s.name == "codeask_llm_tokens_total" and s.labels["direction"] == d
+        )
+        for d in ("in", "out")
+    }
+    assert tokens["in"] == sent and tokens["out"] > 0, tokens
     # Bounded labels: who asked, what, and the private repository they read never appear.
     for secret in ("U0ALICE", "T1:U0ALICE", "alice", CHANNEL_QUESTION, DM_QUESTION, PRIVATE_REPO):
         assert secret not in text

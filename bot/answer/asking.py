@@ -82,6 +82,7 @@ class QuestionObserver(Protocol):
         outcome: str,
         seconds: float,
         stages: Mapping[str, float],
+        tokens: tuple[int, int] = (0, 0),
     ) -> None: ...
 
     def upstream_error(self, service: str, kind: str) -> None: ...
@@ -189,6 +190,7 @@ class Asker:
                 outcome,
                 time.perf_counter() - started,
                 answer.timings,
+                (answer.tokens_in, answer.tokens_out),
             )
         except Exception:  # metrics never cost an asker the answer
             log.exception("question %s: metrics could not be recorded", question.id)

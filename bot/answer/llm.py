@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from bot.answer.usage import add_usage
 from bot.settings import BotSettings
 from indexer.errors import ConfigError, UpstreamUnavailable
 from indexer.providers import DUMMY_API_KEY as DUMMY_API_KEY
@@ -174,6 +175,11 @@ class LiteLLMClient:
             "max_retries": 0,  # retries are ours, so they are counted and backed off once
         }
 
+    def _streaming(self) -> dict[str, Any]:
+        """A stream's arguments: its last chunk carries the token counts, where asked."""
+        options = {"stream_options": {"include_usage": True}}
+        return {"stream": True, **(options if self._settings.llm_stream_usage else {})}
+
     def _once(
         self, messages: Sequence[Message], on_token: TokenCallback | None, streamed: list[bool]
     ) -> str:
@@ -181,12 +187,14 @@ class LiteLLMClient:
         common = self._common(messages, s.llm_timeout)
         if on_token is None:
             response: Any = litellm.completion(**common)
+            add_usage(getattr(response, "usage", None))
             return str(response.choices[0].message.content or "")
         pieces = []
         # The provider's timeout bounds each read; this bounds the whole streamed answer, so
         # a model trickling tokens cannot hold a question (and its thread) forever.
         deadline = time.monotonic() + s.llm_timeout
-        for part in litellm.completion(**common, stream=True):
+        for part in litellm.completion(**common, **self._streaming()):
+            add_usage(getattr(part, "usage", None))
             choices = getattr(part, "choices", None) or []
             text = choices[0].delta.content if choices else None
             if text:
@@ -215,6 +223,7 @@ class LiteLLMClient:
             common["_skip_mcp_handler"] = True
         if on_token is None:
             response: Any = litellm.completion(**common)
+            add_usage(getattr(response, "usage", None))
             message = response.choices[0].message
             calls = tuple(
                 ToolCall(
@@ -226,7 +235,7 @@ class LiteLLMClient:
             )
             return Turn(str(message.content or ""), calls)
         return _streamed_turn(
-            litellm.completion(**common, stream=True), on_token, streamed, timeout
+            litellm.completion(**common, **self._streaming()), on_token, streamed, timeout
         )
 
     def _explain(self, exc: Exception, status: int | None, limit: float | None = None) -> Exception:
@@ -297,6 +306,7 @@ def _streamed_turn(
     pieces: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
     for part in parts:
+        add_usage(getattr(part, "usage", None))
         choices = getattr(part, "choices", None) or []
         delta = choices[0].delta if choices else None
         text = getattr(delta, "content", None) if delta is not None else None

@@ -35,6 +35,7 @@ from bot.answer.result import (
     not_found_answer,
 )
 from bot.answer.retrieval_cache import Retrieval, RetrievalCache, cache_key, index_generation
+from bot.answer.usage import counting_tokens
 from bot.settings import BotSettings
 from indexer.errors import InvalidInput, UpstreamUnavailable
 from indexer.models import Chunk, Hit
@@ -171,7 +172,23 @@ class AnswerPipeline:
         before a step was the model thinking aloud, not the answer. ``carried`` are places
         earlier answers of the conversation showed (already checked for this asker): an
         agentic follow-up starts from them as well as from its own search.
+        ``tokens_in`` / ``tokens_out`` are what every model call for it (rerank included)
+        used, as LiteLLM reports them.
         """
+        with counting_tokens() as usage:
+            result = self._answer(question, repos, on_token, history, on_step, carried)
+        result.tokens_in, result.tokens_out = usage.prompt, usage.completion
+        return result
+
+    def _answer(
+        self,
+        question: str,
+        repos: frozenset[str],
+        on_token: Callable[[str], None] | None,
+        history: list[tuple[str, str]] | None,
+        on_step: StepCallback | None,
+        carried: Sequence[Source],
+    ) -> Answer:
         check_question(question)
         started = time.perf_counter()
         timings: dict[str, float] = {}

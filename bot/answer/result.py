@@ -77,6 +77,9 @@ class Answer:
     # How it was written: "agent" (tool loop), "single" (one generation), "extractive".
     mode: str = "extractive"
     rounds: int = 0  # tool rounds of an agentic answer
+    # Tokens the model calls for this answer used (bot.answer.usage), prompt and completion.
+    tokens_in: int = 0
+    tokens_out: int = 0
     steps: list[Any] = field(default_factory=list)  # bot.answer.agent.AgentStep per tool call
     # A part the answer needs failed (the language model, the search index, access
     # control): what is shown is a fallback, and asking again later may do better.

@@ -301,9 +301,10 @@ class SlackBot:
         try:
             await reply.start()
             answer = await self.asker.ask(question, on_token=reply.feed, on_step=reply.step)
-            await reply.finish(
-                answer_messages(answer, question.id, self.services.acl.github_web_url)
-            )
+            started = time.perf_counter()
+            messages = answer_messages(answer, question.id, self.services.acl.github_web_url)
+            self.services.metrics.stage("render", time.perf_counter() - started)
+            await reply.finish(messages)
             if answer.asker_note:
                 await self._tell_asker(question, answer, reply.channel, thread_ts or reply.ts)
         except Exception:

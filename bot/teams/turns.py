@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -254,7 +255,9 @@ class CodeaskTeamsHandler(ActivityHandler):
             answer = await self.asker.ask(question, progress.push, step)
         finally:
             await progress.stop()
+        started = time.perf_counter()
         card = answer_card(answer, question.id, web_base=self.services.acl.github_web_url)
+        self.services.metrics.stage("render", time.perf_counter() - started)
         message = card_message(card)
         message.id = progress.activity_id
         await turn_context.update_activity(message)
