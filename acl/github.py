@@ -89,6 +89,7 @@ class GitHubClient:
         max_retry_wait: float = 2.0,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        on_error: Callable[[str], None] | None = None,
     ) -> None:
         if not token and not (app_id and private_key and installation_id):
             raise ConfigError(
@@ -102,6 +103,9 @@ class GitHubClient:
         self._installation_id = installation_id
         self._clock = clock
         self._sleep = sleep
+        # Told each failed request's kind (timeout, unreachable, http_5xx, rate_limited):
+        # the metrics count GitHub's errors where they happen.
+        self._on_error = on_error
         self._max_retry_wait = max_retry_wait
         self._http = httpx.Client(
             base_url=self.api_url,
@@ -120,7 +124,10 @@ class GitHubClient:
 
     @classmethod
     def from_settings(
-        cls, settings: AclSettings, transport: httpx.BaseTransport | None = None
+        cls,
+        settings: AclSettings,
+        transport: httpx.BaseTransport | None = None,
+        on_error: Callable[[str], None] | None = None,
     ) -> GitHubClient:
         return cls(
             settings.github_api_url,
@@ -130,6 +137,7 @@ class GitHubClient:
             installation_id=settings.github_installation_id,
             timeout=settings.github_timeout_seconds,
             transport=transport,
+            on_error=on_error,
         )
 
     def close(self) -> None:
@@ -185,8 +193,10 @@ class GitHubClient:
             try:
                 response = self._http.request(method, url, headers=all_headers)
             except httpx.TimeoutException as exc:
+                self._failed("timeout")
                 raise UpstreamUnavailable("GitHub did not answer in time.") from exc
             except httpx.HTTPError as exc:
+                self._failed("unreachable")
                 raise UpstreamUnavailable(
                     f"GitHub could not be reached ({type(exc).__name__})."
                 ) from exc
@@ -199,11 +209,20 @@ class GitHubClient:
                 self._sleep(wait)
                 continue
             if response.status_code >= 500:
+                self._failed("http_5xx")
                 raise UpstreamUnavailable(
                     f"GitHub failed the request (HTTP {response.status_code})."
                 )
+            self._failed("rate_limited")
             raise self._rate_limited(wait)
         raise AssertionError("unreachable")
+
+    def _failed(self, kind: str) -> None:
+        if self._on_error is not None:
+            try:
+                self._on_error(kind)
+            except Exception:  # counting never changes what the caller sees
+                log.exception("a GitHub error could not be counted")
 
     def _limit_wait(self, response: httpx.Response) -> float | None:
         """Seconds to wait when the response is a primary or secondary rate limit, else None."""

@@ -51,7 +51,9 @@ STAGES = {
 WEBHOOK_EVENTS = frozenset(
     {"ping", "push", "repository", "installation_repositories", "installation", "member"}
 )
-UPSTREAMS = frozenset({"github", "llm", "search", "access", "slack", "teams"})
+# Counted where the request failed: github, opensearch (every failed request, by kind).
+# Counted by the Asker once per question that a part failed: llm, search, access.
+UPSTREAMS = frozenset({"github", "opensearch", "llm", "search", "access", "slack", "teams"})
 ANSWER_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120)
 STAGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 JOB_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600)

@@ -61,7 +61,10 @@ class Services:
     def store(self) -> SearchBackend:
         from indexer.stores import open_store
 
-        return open_store(self.indexer)
+        store = open_store(self.indexer)
+        if hasattr(store, "on_error"):  # OpenSearch: its failed requests are counted
+            store.on_error = lambda kind: self.metrics.upstream_error("opensearch", kind)
+        return store
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -128,7 +131,9 @@ class Services:
         """The GitHub API client; ConfigError when no credentials are configured."""
         from acl import GitHubClient
 
-        return GitHubClient.from_settings(self.acl)
+        return GitHubClient.from_settings(
+            self.acl, on_error=lambda kind: self.metrics.upstream_error("github", kind)
+        )
 
     @cached_property
     def resolver(self) -> AccessResolver:

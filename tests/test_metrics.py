@@ -26,6 +26,7 @@ from bot.server import create_app
 from bot.services import Services
 from bot.settings import BotSettings
 from eval.local_llm import usage_json, wants_usage
+from indexer.errors import StoreUnavailable, UpstreamUnavailable
 from indexer.jobs import KIND_DELETE, REPO_DELETING, Registry, Repo, Worker, WorkerConfig
 from indexer.jobs import queue as jobs
 from indexer.settings import IndexerSettings
@@ -262,6 +263,40 @@ async def test_refusals_and_failures_are_outcomes(tmp_path: Path) -> None:
     assert value(failed, "codeask_questions", name, place="dm", outcome="failed") == 1
     errors = failed["codeask_upstream_errors"]
     assert [s.labels["service"] for s in errors if s.name.endswith("_total")] == ["search"]
+
+
+def test_github_and_opensearch_errors_are_counted_where_the_request_failed(
+    tmp_path: Path,
+) -> None:
+    """Each failed request, with its kind, whatever asked it (access, webhooks, indexing)."""
+    closed = f"http://127.0.0.1:{_free_port()}"
+    services = Services(
+        bot=BotSettings(reconcile_seconds=0),
+        acl=AclSettings(github_api_url=closed, github_token="ghs_test"),
+        indexer=IndexerSettings(
+            data_dir=tmp_path / "data",
+            database_url=f"sqlite:///{tmp_path / 'meta.db'}",
+            store="opensearch",
+            opensearch_url=closed,
+            opensearch_timeout=2,
+        ),
+    )
+    try:
+        for _ in range(2):
+            with pytest.raises(UpstreamUnavailable, match="GitHub could not be reached"):
+                services.github.user_by_id(1)
+        with pytest.raises(StoreUnavailable):
+            services.store.repo_states()
+        samples = parse(services.metrics.render().decode())
+    finally:
+        services.close()
+    counted = {
+        (s.labels["service"], s.labels["kind"]): s.value
+        for s in samples["codeask_upstream_errors"]
+        if s.name == "codeask_upstream_errors_total"
+    }
+    assert counted[("github", "unreachable")] == 2
+    assert [k for (service, k) in counted if service == "opensearch"] == ["ConnectionError"]
 
 
 def _free_port() -> int:

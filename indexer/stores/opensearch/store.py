@@ -102,6 +102,9 @@ class OpenSearchStore:
         self.concurrent_search = concurrent_search
         self.batch_docs = batch_docs
         self.retry_delays = tuple(retry_delays)
+        # Told the kind of every failed request (the client's exception class), so the
+        # metrics count OpenSearch's errors where they happen; set by bot.services.
+        self.on_error: Callable[[str], None] | None = None
 
     @classmethod
     def from_settings(cls, settings: IndexerSettings) -> OpenSearchStore:
@@ -120,7 +123,15 @@ class OpenSearchStore:
         self.client.close()
 
     def _call(self, what: str, fn: Any) -> Any:
-        return call(self.url, what, fn)
+        try:
+            return call(self.url, what, fn)
+        except (StoreUnavailable, ConfigError) as exc:
+            if self.on_error is not None:
+                try:
+                    self.on_error(type(exc.__cause__ or exc).__name__)
+                except Exception:  # counting never changes what the caller sees
+                    log.exception("an OpenSearch error could not be counted")
+            raise
 
     # --- schema ---------------------------------------------------------------------
 
