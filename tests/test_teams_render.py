@@ -320,6 +320,18 @@ def test_not_found_card_is_a_warning_naming_the_searched_repos_without_feedback(
     assert [a["type"] for a in card["actions"]] == ["Action.ShowCard"]
 
 
+def test_each_line_of_a_paragraph_stays_a_line_in_a_text_block() -> None:
+    # A TextBlock joins lines a single newline separates; the not-found lead is two lines.
+    card = answer_card(not_found_answer("q", [_source(1)]), "q7")
+    lead = card["body"][0]["items"][0]["text"]
+    assert lead == f"{NOT_FOUND_TEXT}\n\nThe closest places to look:"
+    card = answer_card(
+        Answer("q", "It **doubles**\nup to *30 s*  \nat most [1].", [_source(1)]), "q"
+    )
+    text = card["body"][0]["text"]
+    assert text.startswith("It **doubles**\n\nup to _30 s_\n\nat most [[1]](https://")
+
+
 def test_not_found_without_places_has_no_actions() -> None:
     card = answer_card(not_found_answer("q", []), "q8")
     _assert_valid(card)

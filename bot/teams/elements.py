@@ -131,7 +131,20 @@ class CardMarkdown:
             return [{"type": "Container", "style": "emphasis", "items": self.blocks(node.children)}]
         if node.kind == "table":
             return [self.table(node)]
+        if node.kind == "paragraph":
+            return [text_block(self.lines(node.children))]
         return [text_block(self.inline(node.children))]
+
+    def lines(self, nodes: list[Node]) -> str:
+        """A paragraph's text, each line break a blank line: a TextBlock, like Markdown,
+        joins lines that a single newline separates."""
+        lines: list[list[Node]] = [[]]
+        for node in nodes:
+            if node.kind == "break":
+                lines.append([])
+            else:
+                lines[-1].append(node)
+        return "\n\n".join(self.inline(line) for line in lines)
 
     def bullets(self, node: Node, depth: int) -> list[Element]:
         out: list[Element] = []

@@ -268,12 +268,7 @@ class CodeaskTeamsHandler(ActivityHandler):
         self, turn_context: TurnContext, question: Question, answer: Answer
     ) -> None:
         """What the asker's access left out of a shared answer, in their personal chat."""
-        asked = escape(defang(" ".join(question.text.split())[:500]))
-        card = text_card(answer.asker_note)
-        card["body"].insert(0, text_block(f"{ABOUT_YOUR_QUESTION}“{asked}”", subtle=True))
-        if answer.withheld_private:
-            data = {"action": ANSWER_HERE, "question_id": question.id}
-            card["actions"] = [{"type": "Action.Submit", "title": "Answer me here", "data": data}]
+        card = asker_note_card(question.text, question.id, answer)
         if not await self._send_privately(turn_context, card):
             log.info("Teams question %s: the private note could not be delivered", question.id)
 
@@ -472,6 +467,18 @@ class _Typing:
             await self._context.send_activity(Activity(type=ActivityTypes.typing))
         except Exception as exc:  # cosmetic: the answer still goes out
             log.warning("Teams: typing indicator failed: %s", exc)
+
+
+def asker_note_card(question: str, question_id: str, answer: Answer) -> Card:
+    """The note on what the asker's access left out of a shared answer, and, when more
+    could be answered in the personal chat, the button that asks there."""
+    asked = escape(defang(" ".join(question.split())[:500]))
+    card = text_card(answer.asker_note)
+    card["body"].insert(0, text_block(f"{ABOUT_YOUR_QUESTION}“{asked}”", subtle=True))
+    if answer.withheld_private:
+        data = {"action": ANSWER_HERE, "question_id": question_id}
+        card["actions"] = [{"type": "Action.Submit", "title": "Answer me here", "data": data}]
+    return card
 
 
 def _aad_id(activity: Activity) -> str:

@@ -144,7 +144,10 @@ def answers() -> dict[str, Answer]:
     )
     not_found = not_found_answer(NOT_FOUND_QUESTION, CLOSEST)
     # What Asker._without_model returns when the language model cannot be reached.
-    down = Answer(DOWN_QUESTION, f"{LLM_DOWN_TEXT}\n{source_list(SOURCES)}", SOURCES, found=False)
+    down_text = f"{LLM_DOWN_TEXT}\n{source_list(SOURCES)}"
+    down = Answer(
+        DOWN_QUESTION, down_text, SOURCES, found=False, unavailable=True, lead=LLM_DOWN_TEXT
+    )
     return {"answer": answered, "not-found": not_found, "model-down": down}
 
 
