@@ -3,6 +3,7 @@ prometheus-client's parser; labels stay bounded and names stay private."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -136,6 +137,27 @@ async def test_questions_are_counted_by_platform_place_mode_and_outcome(world: W
     # Bounded labels: who asked, what, and the private repository they read never appear.
     for secret in ("U0ALICE", "T1:U0ALICE", "alice", CHANNEL_QUESTION, DM_QUESTION, PRIVATE_REPO):
         assert secret not in text
+
+
+async def test_slack_api_errors_are_counted_by_slack_error_code(world: World) -> None:
+    """Every failed call of any client the app uses, by Slack's own error code."""
+    world.slack.fail("chat.postMessage", "channel_not_found")
+    await world.post_event(direct_message(DM_QUESTION, "1700.000300"), "EvM3")
+    await world.slack.wait_for(lambda c: c.status == 400)
+
+    async def slack_errors() -> dict[str, float]:
+        samples = parse(await scrape(world.http, world.server.port))
+        return {
+            s.labels["kind"]: s.value
+            for s in samples.get("codeask_upstream_errors", [])
+            if s.name == "codeask_upstream_errors_total" and s.labels["service"] == "slack"
+        }
+
+    for _ in range(100):  # the client counts as it reads the reply, just after the server
+        if (counted := await slack_errors()).get("channel_not_found"):
+            break
+        await asyncio.sleep(0.05)
+    assert counted == {"channel_not_found": 1}, counted
 
 
 async def test_the_bearer_token_guards_the_scrape(world: World) -> None:

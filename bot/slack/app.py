@@ -49,6 +49,7 @@ from bot.chat import (
     verify_slack_signature,
 )
 from bot.services import Services
+from bot.slack.errors import CountingErrors
 from bot.slack.home import dm_url, gather_home, home_view
 from bot.slack.private import (
     ACTION_SHARE,
@@ -164,6 +165,10 @@ class SlackBot:
         self.client = AsyncWebClient(
             token=settings.slack_bot_token, base_url=settings.slack_api_url
         )
+        # First, so it sees every failure (bolt copies the handlers into each request's
+        # client); it never retries, so the default retry handlers after it still do.
+        counting = CountingErrors(lambda kind: services.metrics.upstream_error("slack", kind))
+        self.client.retry_handlers.insert(0, counting)
         self.app = AsyncApp(
             client=self.client,
             signing_secret=settings.slack_signing_secret or None,
