@@ -49,6 +49,8 @@ class FakeBotConnector:
     token_requests: list[dict[str, str]] = field(default_factory=list)
     issued_tokens: set[str] = field(default_factory=set)
     created_conversations: list[dict[str, Any]] = field(default_factory=list)
+    # How many of the next create-conversation calls answer 403 (a user who blocked the bot).
+    refuse_conversations: int = 0
     port: int = 0
 
     def __post_init__(self) -> None:
@@ -179,6 +181,12 @@ class FakeBotConnector:
             return web.json_response({"error": {"code": "Unauthorized"}}, status=401)
         body = await request.json()
         with self._lock:
+            if self.refuse_conversations > 0:
+                self.refuse_conversations -= 1
+                return web.json_response(
+                    {"error": {"code": "Forbidden", "message": "the user blocked the bot"}},
+                    status=403,
+                )
             self.created_conversations.append(body)
         member = (body.get("members") or [{}])[0].get("id", "")
         return web.json_response({"id": f"a:personal-{member}"}, status=201)

@@ -562,6 +562,25 @@ async def test_private_command_result_goes_to_a_personal_chat_not_the_channel(
     assert "acme/vault" in _card_text(private) and "acme/payments" in _card_text(private)
 
 
+async def test_a_failed_connector_call_is_counted_and_the_result_stays_private(
+    teams: Teams, services: Services
+) -> None:
+    teams.connector.refuse_conversations = 1
+    activity = teams.activity("repo list", ADMIN, TEAM_CHANNEL)
+    await teams.post(activity)
+    thread = teams.connector.messages(activity["conversation"]["id"])
+    assert "could not reach you in a personal chat" in _card_text(thread[-1])
+    assert "acme/vault" not in _card_text(thread[-1])
+    scrape = services.metrics.render().decode()
+    counted = [
+        line
+        for line in scrape.splitlines()
+        if line.startswith("codeask_upstream_errors_total") and 'service="teams"' in line
+    ]
+    assert len(counted) == 1 and counted[0].endswith(" 1.0"), counted
+    assert "_403" in counted[0], counted
+
+
 async def test_a_repo_indexed_from_the_command_line_is_listed_only_to_the_admin_privately(
     teams: Teams, services: Services, embedder: Any, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import re
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -243,8 +244,10 @@ class CodeaskTeamsHandler(ActivityHandler):
         # and in a channel's thread alike; it becomes the answer. A channel keeps the
         # typing indicator going at every step too.
         sent = await turn_context.send_activity(progress_text(""))
-        progress = _Progress(turn_context, sent.id, self.settings.teams_update_seconds)
-        typing = _Typing(turn_context) if place.kind == "channel" else None
+        progress = _Progress(
+            turn_context, sent.id, self.settings.teams_update_seconds, self._connector_failed
+        )
+        typing = _Typing(turn_context, self._connector_failed) if place.kind == "channel" else None
 
         def step(text: str) -> None:
             progress.step(text)
@@ -339,7 +342,15 @@ class CodeaskTeamsHandler(ActivityHandler):
             return True
         except Exception as exc:
             log.warning("Teams: could not open a personal chat for a command result: %s", exc)
+            self._connector_failed(exc)
             return False
+
+    def _connector_failed(self, exc: Exception) -> None:
+        """Count a failed Bot Connector call (its exception class and HTTP status)."""
+        try:
+            self.services.metrics.upstream_error("teams", connector_error_kind(exc))
+        except Exception:  # counting never changes what the caller sees
+            log.exception("a Teams API error could not be counted")
 
     # --- helpers ------------------------------------------------------------------------
 
@@ -381,8 +392,15 @@ class CodeaskTeamsHandler(ActivityHandler):
 class _Progress:
     """Edits the 1:1 placeholder with the text generated so far, at most every ``interval``."""
 
-    def __init__(self, turn_context: TurnContext, activity_id: str, interval: float) -> None:
+    def __init__(
+        self,
+        turn_context: TurnContext,
+        activity_id: str,
+        interval: float,
+        on_error: Callable[[Exception], None] = lambda _exc: None,
+    ) -> None:
         self.activity_id = activity_id
+        self._on_error = on_error
         self._context = turn_context
         self._interval = interval
         self._loop = asyncio.get_running_loop()
@@ -429,6 +447,7 @@ class _Progress:
                 await self._context.update_activity(update)
             except Exception as exc:  # a lost progress edit is cosmetic; the final one matters
                 log.warning("Teams: progress update failed: %s", exc)
+                self._on_error(exc)
             finally:
                 self._updating = False
             if not self._done:
@@ -448,8 +467,11 @@ class _Typing:
     """In a channel only the typing indicator shows progress: sent again at every tool step
     of an agentic answer, so it lasts while the model reads."""
 
-    def __init__(self, turn_context: TurnContext) -> None:
+    def __init__(
+        self, turn_context: TurnContext, on_error: Callable[[Exception], None] = lambda _e: None
+    ) -> None:
         self._context = turn_context
+        self._on_error = on_error
         self._loop = asyncio.get_running_loop()
         self._sending: set[asyncio.Task[None]] = set()
 
@@ -467,6 +489,16 @@ class _Typing:
             await self._context.send_activity(Activity(type=ActivityTypes.typing))
         except Exception as exc:  # cosmetic: the answer still goes out
             log.warning("Teams: typing indicator failed: %s", exc)
+            self._on_error(exc)
+
+
+def connector_error_kind(exc: Exception) -> str:
+    """A failed Bot Connector call as a bounded label: the exception class, and the HTTP
+    status where the SDK kept the response ("ErrorResponseException_403")."""
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None) or getattr(response, "status", None)
+    name = type(exc).__name__[:40]
+    return f"{name}_{status}" if isinstance(status, int) else name
 
 
 def asker_note_card(question: str, question_id: str, answer: Answer) -> Card:
