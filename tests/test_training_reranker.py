@@ -58,11 +58,15 @@ def test_trained_reranker_stays_off_until_the_gate_enables_it(tmp_path: Path) ->
     assert "enabled by default: **no**" in (result.model_dir / "README.md").read_text()
 
     # Off by default: not picked up from the data dir, but an explicit setting loads it.
-    assert load_reranker(BotSettings(rerank_model=""), data_dir) is None
-    explicit = load_reranker(BotSettings(rerank_model=str(result.model_dir)), data_dir)
+    # (On torch here, as the training runs; tests/test_answer_rerank.py covers the default
+    # ONNX backend loading a trained model.)
+    torch = {"rerank_backend": "torch"}
+    assert load_reranker(BotSettings(rerank_model="", **torch), data_dir) is None
+    explicit = load_reranker(BotSettings(rerank_model=str(result.model_dir), **torch), data_dir)
     assert isinstance(explicit, CrossEncoderReranker)
     write_card(result.model_dir, {**card, "enabled_by_default": True})
-    assert isinstance(load_reranker(BotSettings(rerank_model=""), data_dir), CrossEncoderReranker)
+    enabled = load_reranker(BotSettings(rerank_model="", **torch), data_dir)
+    assert isinstance(enabled, CrossEncoderReranker)
 
     # A second run with --resume continues from the checkpoint instead of starting over.
     assert (data_dir / CHECKPOINT_SUBDIR / "state.pt").is_file()
