@@ -21,7 +21,7 @@ from acl import Place, Principal
 from bot.answer import Asker
 from bot.chat import Invoker, admin_repos, command_context, searched_repo
 from bot.services import Services
-from bot.slack.render import OPEN_URL_PREFIX, escape
+from bot.slack.render import OPEN_URL_PREFIX, _button, escape
 from indexer.jobs import REPO_ERROR, age_text
 from indexer.jobs import queue as jobs
 
@@ -128,18 +128,6 @@ def _lines(items: list[str], empty: str) -> list[dict[str, Any]]:
     return blocks
 
 
-def _url_button(text: str, action_id: str, url: str, style: str = "") -> dict[str, Any]:
-    button: dict[str, Any] = {
-        "type": "button",
-        "text": {"type": "plain_text", "text": text, "emoji": True},
-        "action_id": action_id,
-        "url": url,
-    }
-    if style:
-        button["style"] = style
-    return button
-
-
 def _repo_line(r: RepoFreshness) -> str:
     where = f"`{r.commit}`" if r.commit else "not indexed yet"
     branch = f" on `{escape(r.branch)}`" if r.branch else ""
@@ -160,10 +148,10 @@ def home_view(data: HomeData) -> dict[str, Any]:
     ]
     buttons = []
     if data.dm_url:
-        buttons.append(_url_button(":speech_balloon: Ask in DM", ACTION_OPEN_DM, data.dm_url))
+        buttons.append(_button(":speech_balloon: Ask in DM", ACTION_OPEN_DM, url=data.dm_url))
     if not data.github_login and data.link_url:
         buttons.append(
-            _url_button(":link: Link GitHub", ACTION_LINK_GITHUB, data.link_url, "primary")
+            _button(":link: Link GitHub", ACTION_LINK_GITHUB, style="primary", url=data.link_url)
         )
     if buttons:
         blocks.append({"type": "actions", "block_id": "codeask_home", "elements": buttons})

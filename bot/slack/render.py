@@ -78,13 +78,16 @@ def _mrkdwn(text: str, verbatim: bool) -> Block:
     return obj
 
 
-def _button(text: str, action_id: str, value: str, style: str | None = None) -> Block:
+def _button(
+    text: str, action_id: str, value: str = "", style: str | None = None, *, url: str = ""
+) -> Block:
+    """A button that sends ``value`` back to the app, or (``url``) opens a link."""
     button: Block = {
         "type": "button",
         "text": {"type": "plain_text", "text": text, "emoji": True},
         "action_id": action_id,
-        "value": value,
     }
+    button |= {"url": url} if url else {"value": value}
     if style:
         button["style"] = style
     return button
@@ -235,12 +238,9 @@ def source_details(sources: Sequence[Source], web_base: str) -> SlackMessage:
         row = _section(source_line(s, web_base), verbatim=True)
         url = s.link(web_base)
         if url.startswith(("http://", "https://")):
-            row["accessory"] = {
-                "type": "button",
-                "text": {"type": "plain_text", "text": "View on GitHub", "emoji": True},
-                "action_id": f"{ACTION_OPEN_SOURCE}:{s.number}",
-                "url": url,
-            }
+            row["accessory"] = _button(
+                "View on GitHub", f"{ACTION_OPEN_SOURCE}:{s.number}", url=url
+            )
         blocks += [row, _section(_excerpt_code(s, links), verbatim=True)]
     if not blocks:
         blocks.append(_section("This answer has no sources."))
